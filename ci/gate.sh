@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The pre-merge gate: same setup as ci/test.sh, then the conformance gate and a summary table.
+# Today the gate is the CPU suite (oracle primitives, exhaustive sweeps, op conformance); the GPU
+# kernels and the kvconform runner join it as they land. Exit status 0 only when every stage passes.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+kvc_configure_and_build default
+
+declare -a names results
+run_stage() {
+  local name="$1"; shift
+  names+=("$name")
+  if "$@"; then results+=("PASS"); else results+=("FAIL"); fi
+}
+run_stage "cpu (oracle + conformance)" ctest --preset quick
+run_stage "exhaustive primitives" ctest --preset cpu -L exhaustive
+if [ -n "$(ctest --test-dir build/default -N -L fuzz | grep -E 'Total Tests: [1-9]')" ]; then
+  run_stage "fuzz (short pass)" ctest --preset cpu -L fuzz
+fi
+
+echo
+echo "kvconform gate summary"
+status=0
+for i in "${!names[@]}"; do
+  printf '  %-32s %s\n' "${names[$i]}" "${results[$i]}"
+  [ "${results[$i]}" = PASS ] || status=1
+done
+exit $status

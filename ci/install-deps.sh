@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs, with apt, only the build and test dependencies that are missing. Idempotent; prints
+# nothing when everything is already present. nvcc is not installed here: CUDA is optional.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev libeigen3-dev
+          nlohmann-json3-dev libcli11-dev libssl-dev)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
