@@ -34,6 +34,7 @@ function(kvc_add_test)
   gtest_discover_tests(${T_NAME}
     TEST_LIST ${T_NAME}_TESTS
     DISCOVERY_TIMEOUT 60
+    NO_PRETTY_VALUES
     PROPERTIES TIMEOUT ${T_TIMEOUT})
   set(label_file "${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_labels.cmake")
   file(WRITE "${label_file}"

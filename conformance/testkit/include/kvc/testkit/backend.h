@@ -1,0 +1,36 @@
+// backend.h: one interface for everything that can run an InsertCase.
+//
+// Conformance is "run the same case on two backends and diff the outputs". The oracle is one
+// backend among others (the reference), not a special path; the CUDA kernels and third-party
+// plugins implement the same interface.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kvc/insert_case.h"
+#include "kvc/oracle/options.h"
+#include "kvc/status.h"
+
+namespace kvc::testkit {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Runs the case into caller-provided outputs (backing prefilled by the caller). A rejected case
+  // returns its error and must leave the outputs untouched.
+  virtual Status run(const InsertCase& c, InsertOutputs& out) = 0;
+};
+
+class OracleBackend final : public Backend {
+ public:
+  explicit OracleBackend(oracle::OracleOptions options = {}) : options_(options) {}
+  std::string name() const override;
+  Status run(const InsertCase& c, InsertOutputs& out) override;
+
+ private:
+  oracle::OracleOptions options_;
+};
+
+}  // namespace kvc::testkit

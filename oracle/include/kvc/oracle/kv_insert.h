@@ -1,0 +1,30 @@
+// kv_insert.h: the KV-only insert (fused_deepseek_v4_kv_rope_insert), SPEC.md §3-4.
+//
+// For every row t < slots.size(0) with slot >= 0: widen, [kv_norm], GPT-J RoPE on dims 448..511,
+// then the format's encoding into the record addressed by the slot. Rows >= slots.size(0) are
+// never read; every byte outside the addressed records keeps its value. Cost: O(M x 512) scalar
+// work, one record write per inserted row.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvc/insert_case.h"
+#include "kvc/oracle/options.h"
+#include "kvc/oracle/record_codec.h"
+#include "kvc/status.h"
+
+namespace kvc::oracle {
+
+// Validates (c.op must be kKvOnly), then inserts. Rejected cases write nothing.
+Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& options = {});
+
+// The KV side shared by both ops: encodes row t of an already validated case into `backing`.
+// A negative slot writes nothing.
+void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t row,
+                   std::vector<std::uint8_t>& backing, const OracleOptions& options);
+
+// The fp32 row the record encodes: widened input, optional kv_norm, then RoPE.
+void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* out512);
+
+}  // namespace kvc::oracle

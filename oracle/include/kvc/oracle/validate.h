@@ -1,0 +1,34 @@
+// validate.h: the validation rules of SPEC.md §5, one entry point per op.
+//
+// Two levels. kContract applies the rules the upstream ops check (dtype, rank, contiguity, widths,
+// row counts, scale presence, head padding). kStrict adds the rules they do not check, where a
+// violation is memory corruption or a race on the device: page stride >= dense page, 16-byte
+// alignment, slot range, duplicate slots, position range, finite positive scales.
+// Every rejection names its rule by a stable ErrorCode; the first violated rule wins, in the order
+// the upstream op checks them. The harness rules (3xx) always apply: buffers that do not cover the
+// case are rejected before anything is read.
+#pragma once
+
+#include "kvc/insert_case.h"
+#include "kvc/status.h"
+
+namespace kvc::oracle {
+
+enum class ValidationLevel : std::uint8_t { kContract = 0, kStrict = 1 };
+
+Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level);
+Status validate_legacy_insert(const InsertCase& c, ValidationLevel level);
+// Dispatches on c.op.
+Status validate_insert(const InsertCase& c, ValidationLevel level);
+
+// The caller's output buffers against the case (harness rules 301/302).
+Status validate_outputs(const InsertCase& c, const InsertOutputs& out);
+
+// Standalone kv_norm: kv [N, 512] bf16 contiguous, weight [512] bf16 contiguous.
+Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight);
+
+// Rows whose position the op reads (KV rows with a slot >= 0, and every Q row the op rotates).
+// Used by the strict position rule and by generators that must keep positions in range.
+bool position_is_read(const InsertCase& c, std::int64_t row);
+
+}  // namespace kvc::oracle

@@ -1,0 +1,279 @@
+// validate.cpp: the rules of SPEC.md §5 (see validate.h).
+#include "kvc/oracle/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_map>
+
+namespace kvc::oracle {
+namespace {
+
+std::string shape_string(const TensorMeta& m) {
+  std::string s = "[";
+  for (int d = 0; d < m.rank(); ++d) s += (d ? ", " : "") + std::to_string(m.size(d));
+  return s + "]";
+}
+
+bool is_row512(const TensorMeta& m) { return m.rank() == 2 && m.size(1) == kHeadDim; }
+bool is_index_vector(const HostTensor& t) {
+  return t.present && t.meta.dtype == DType::kI64 && t.meta.rank() == 1 && t.meta.contiguous();
+}
+bool is_f32_scalar(const HostTensor& t) {
+  return t.meta.dtype == DType::kF32 && t.meta.numel() == 1 && t.meta.rank() >= 1;
+}
+bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
+
+// Head count of the packed legacy q_out: 0 for the 1-D empty form.
+std::int64_t padded_heads(const InsertCase& c) { return c.q_out.rank() == 3 ? c.q_out.size(1) : 0; }
+
+bool legacy_rotates_q(const InsertCase& c, RecordFormat f) {
+  if (c.op != InsertOp::kLegacy || c.q.meta.rank() != 3 || c.q.meta.size(1) == 0) return false;
+  if (!is_packed(f)) return true;  // full-cache Q paths always rotate
+  return padded_heads(c) > 0 && c.apply_q_rope;
+}
+
+Status check_inputs_cover(const InsertCase& c) {
+  const HostTensor* tensors[] = {&c.kv, &c.slots, &c.positions, &c.cos_sin, &c.fp8_scale,
+                                 &c.q, &c.q_scale_inv, &c.kv_norm_weight};
+  const char* names[] = {"kv", "slot_mapping", "position_ids", "cos_sin_cache", "fp8_scale",
+                         "q", "q_scale_inv", "kv_norm_weight"};
+  for (std::size_t i = 0; i < std::size(tensors); ++i) {
+    const HostTensor& t = *tensors[i];
+    if (!t.present) continue;
+    if (t.meta.sizes.size() != t.meta.strides.size() ||
+        static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes() || t.meta.offset_bytes < 0)
+      return Error(ErrorCode::kInputTooSmall, std::string(names[i]) + " " + shape_string(t.meta) +
+                                                   " needs " + std::to_string(t.meta.span_bytes()) +
+                                                   " bytes, has " + std::to_string(t.bytes.size()));
+  }
+  return Status::Ok();
+}
+
+Status check_contract(const InsertCase& c) {
+  const bool legacy = c.op == InsertOp::kLegacy;
+  const auto format = format_of(c);
+  // kv
+  if (!c.kv.present) return Error(ErrorCode::kKvShape, "kv is missing");
+  const DType kd = c.kv.meta.dtype;
+  if (!(kd == DType::kBF16 || (legacy && kd == DType::kF16)))
+    return Error(ErrorCode::kKvDtype, legacy ? "legacy op: bf16 or f16" : "KV-only op: bf16 only");
+  if (!is_row512(c.kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(c.kv.meta));
+  if (!c.kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous, "kv row stride " + std::to_string(c.kv.meta.stride(0)));
+  const std::int64_t n = c.kv.meta.size(0);
+
+  // q side of the legacy op
+  if (legacy) {
+    if (!c.q.present || c.q.meta.rank() != 3 || c.q.meta.size(2) != kHeadDim || c.q.meta.size(0) != n)
+      return Error(ErrorCode::kQShape, c.q.present ? "q_in is " + shape_string(c.q.meta) : "q_in is missing");
+    if (!c.q.meta.contiguous()) return Error(ErrorCode::kQNotContiguous);
+    if (c.q.meta.dtype != kd) return Error(ErrorCode::kQDtype);
+  }
+
+  // devices
+  const int dev = c.kv.meta.device;
+  const HostTensor* on_device[] = {&c.slots, &c.positions, &c.cos_sin, &c.fp8_scale, &c.q, &c.q_scale_inv, &c.kv_norm_weight};
+  for (const HostTensor* t : on_device)
+    if (t->present && t->meta.device != dev) return Error(ErrorCode::kDeviceMismatch, "tensor on device " + std::to_string(t->meta.device));
+  if (c.cache.device != dev) return Error(ErrorCode::kDeviceMismatch, "k_cache on device " + std::to_string(c.cache.device));
+  if (legacy && c.q_out.device != dev) return Error(ErrorCode::kDeviceMismatch, "q_out on device " + std::to_string(c.q_out.device));
+
+  // cache view
+  if (c.cache.rank != 3) return Error(ErrorCode::kCacheRank, "rank " + std::to_string(c.cache.rank));
+  if (c.block_size <= 0) return Error(ErrorCode::kBlockSizeNonPositive, "cache_block_size " + std::to_string(c.block_size));
+  if (c.cache.block_size != c.block_size)
+    return Error(ErrorCode::kBlockSizeMismatch, "size(1) " + std::to_string(c.cache.block_size) + " vs cache_block_size " + std::to_string(c.block_size));
+  if (c.cache.stride2 != 1) return Error(ErrorCode::kCacheStride2, "stride(2) " + std::to_string(c.cache.stride2));
+
+  // index tensors and row counts
+  if (!is_index_vector(c.slots)) return Error(ErrorCode::kSlotsInvalid);
+  if (!is_index_vector(c.positions)) return Error(ErrorCode::kPositionsInvalid);
+  if (c.positions.meta.size(0) != n)
+    return Error(ErrorCode::kPositionsRowMismatch, std::to_string(c.positions.meta.size(0)) + " positions for " + std::to_string(n) + " rows");
+  if (c.slots.meta.size(0) > n)
+    return Error(ErrorCode::kSlotsExceedRows, std::to_string(c.slots.meta.size(0)) + " slots for " + std::to_string(n) + " rows");
+  if (!c.cos_sin.present || c.cos_sin.meta.dtype != DType::kF32 || c.cos_sin.meta.rank() != 2 ||
+      c.cos_sin.meta.size(1) != kRopeDim || !c.cos_sin.meta.contiguous())
+    return Error(ErrorCode::kCosSinInvalid, c.cos_sin.present ? shape_string(c.cos_sin.meta) : "missing");
+
+  // cache dtype, width, scales
+  if (!format) return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
+  const RecordLayout& layout = layout_of(*format);
+  if (c.cache.width != layout.record_width)
+    return Error(ErrorCode::kCacheWidth, "width " + std::to_string(c.cache.width) + " but " + std::string(layout.name) +
+                                             " (dtype + kv_mxfp8=" + (c.kv_mxfp8 ? "true" : "false") + ") needs " +
+                                             std::to_string(layout.record_width));
+  if (*format == RecordFormat::kBf16_512 && kd != DType::kBF16)
+    return Error(ErrorCode::kKvDtype, "the bf16 full cache takes bf16 kv only");
+  if (*format == RecordFormat::kFp8_512) {
+    if (!c.fp8_scale.present) return Error(ErrorCode::kFp8ScaleMissing);
+    if (!is_f32_scalar(c.fp8_scale))
+      return Error(ErrorCode::kFp8ScaleShape, std::to_string(c.fp8_scale.meta.numel()) + " elements");
+  }
+  if (layout.paged_regions && c.cache.page_stride_bytes() > kMaxPackedPageStride)
+    return Error(ErrorCode::kPageStrideTooLarge, std::to_string(c.cache.page_stride_bytes()) + " bytes");
+
+  // q output of the legacy op
+  if (legacy) {
+    const std::int64_t heads = c.q.meta.size(1);
+    if (is_packed(*format)) {
+      if (c.q_out.dtype != kd) return Error(ErrorCode::kQOutDtype);
+      const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
+      const bool padded = c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
+      if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
+      const std::int64_t hp = padded_heads(c);
+      if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
+        return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
+      if (hp != 0 && hp < heads)
+        return Error(ErrorCode::kHeadPaddingBelowHeads, "Hp = " + std::to_string(hp) + " < H = " + std::to_string(heads));
+    } else {
+      const DType want = *format == RecordFormat::kFp8_512 ? DType::kE4M3 : DType::kBF16;
+      if (c.q_out.dtype != want) return Error(ErrorCode::kQOutDtype);
+      if (c.q_out.sizes != c.q.meta.sizes || !c.q_out.contiguous())
+        return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out) + ", q is " + shape_string(c.q.meta));
+      if (*format == RecordFormat::kFp8_512 && (!c.q_scale_inv.present || !is_f32_scalar(c.q_scale_inv)))
+        return Error(ErrorCode::kQScaleShape);
+    }
+  }
+
+  if (c.kv_norm_weight.present) {
+    const TensorMeta& w = c.kv_norm_weight.meta;
+    if (legacy) return Error(ErrorCode::kNormWeightInvalid, "kv_norm is fused only in front of the KV-only insert");
+    if (w.dtype != DType::kBF16 || w.rank() != 1 || w.size(0) != kHeadDim || !w.contiguous())
+      return Error(ErrorCode::kNormWeightInvalid, shape_string(w));
+  }
+  return Status::Ok();
+}
+
+// Rules whose violation would make even the oracle read or write out of bounds: enforced at
+// every level (the upstream ops leave them undefined).
+Status check_memory_safety(const InsertCase& c) {
+  const std::int64_t capacity = c.cache.num_blocks * c.block_size;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t s = c.slots.load<std::int64_t>(t);
+    if (s >= capacity)
+      return Error(ErrorCode::kSlotOutOfRange, "slot " + std::to_string(s) + " at token " + std::to_string(t) +
+                                                   ", capacity " + std::to_string(c.cache.num_blocks) + " x " +
+                                                   std::to_string(c.block_size));
+  }
+  const std::int64_t max_pos = c.cos_sin.meta.size(0);
+  for (std::int64_t t = 0; t < c.num_rows(); ++t) {
+    if (!position_is_read(c, t)) continue;
+    const std::int64_t p = c.positions.load<std::int64_t>(t);
+    if (p < 0 || p >= max_pos)
+      return Error(ErrorCode::kPositionOutOfRange, "position " + std::to_string(p) + " at row " + std::to_string(t) +
+                                                       ", max_pos " + std::to_string(max_pos));
+  }
+  return Status::Ok();
+}
+
+Status check_strict(const InsertCase& c) {
+  const RecordLayout& layout = layout_of(*format_of(c));
+  const CacheGeometry& g = c.cache;
+  if (layout.paged_regions) {
+    if (g.page_stride_bytes() < layout.dense_page_bytes(g.block_size))
+      return Error(ErrorCode::kPageStrideBelowDense, std::to_string(g.page_stride_bytes()) + " < " +
+                                                         std::to_string(layout.dense_page_bytes(g.block_size)) + " bytes");
+  } else if (g.token_stride_bytes() < layout.data_bytes || g.page_stride_bytes() < g.block_size * g.token_stride_bytes()) {
+    return Error(ErrorCode::kPageStrideBelowDense, "token stride " + std::to_string(g.token_stride_bytes()) +
+                                                       ", page stride " + std::to_string(g.page_stride_bytes()) + " bytes");
+  }
+
+  struct Aligned { const char* what; std::int64_t bytes; };
+  std::vector<Aligned> checks = {{"kv base", c.kv.meta.offset_bytes}, {"cos_sin_cache base", c.cos_sin.meta.offset_bytes},
+                                 {"k_cache base", g.offset_bytes}, {"page stride", g.page_stride_bytes()}};
+  if (!layout.paged_regions) checks.push_back({"token stride", g.token_stride_bytes()});
+  if (c.op == InsertOp::kLegacy) {
+    checks.push_back({"q base", c.q.meta.offset_bytes});
+    checks.push_back({"q_out base", c.q_out.offset_bytes});
+  }
+  for (const Aligned& a : checks)
+    if (!aligned(a.bytes)) return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
+
+  std::unordered_map<std::int64_t, std::int64_t> first_token_of_slot;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t s = c.slots.load<std::int64_t>(t);
+    if (s < 0) continue;
+    const auto [it, inserted] = first_token_of_slot.emplace(s, t);
+    if (!inserted)
+      return Error(ErrorCode::kDuplicateSlot, "slot " + std::to_string(s) + " at tokens " + std::to_string(it->second) +
+                                                  " and " + std::to_string(t));
+  }
+  if (c.fp8_scale.present && *format_of(c) == RecordFormat::kFp8_512) {
+    const float s = c.fp8_scale.load<float>(0);
+    if (!std::isfinite(s) || !(s > 0.0f)) return Error(ErrorCode::kFp8ScaleValue, "scale " + std::to_string(s));
+  }
+  if (c.op == InsertOp::kLegacy && *format_of(c) == RecordFormat::kFp8_512) {
+    const float s = c.q_scale_inv.load<float>(0);
+    if (!std::isfinite(s) || !(s > 0.0f)) return Error(ErrorCode::kQScaleValue, "q scale inverse " + std::to_string(s));
+  }
+  return Status::Ok();
+}
+
+Status validate(const InsertCase& c, ValidationLevel level) {
+  if (Status s = check_inputs_cover(c); !s.ok()) return s;
+  if (Status s = check_contract(c); !s.ok()) return s;
+  if (level == ValidationLevel::kStrict) {
+    if (Status s = check_strict(c); !s.ok()) return s;
+  }
+  return check_memory_safety(c);
+}
+
+}  // namespace
+
+bool position_is_read(const InsertCase& c, std::int64_t row) {
+  const auto format = format_of(c);
+  if (format && legacy_rotates_q(c, *format)) return true;
+  return row < c.num_inserted() && c.slots.load<std::int64_t>(row) >= 0;
+}
+
+Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level) {
+  if (c.op != InsertOp::kKvOnly) return Error(ErrorCode::kQShape, "case is not a KV-only insert");
+  return validate(c, level);
+}
+
+Status validate_legacy_insert(const InsertCase& c, ValidationLevel level) {
+  if (c.op != InsertOp::kLegacy) return Error(ErrorCode::kQShape, "case is not a legacy insert");
+  return validate(c, level);
+}
+
+Status validate_insert(const InsertCase& c, ValidationLevel level) { return validate(c, level); }
+
+Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
+  if (c.cache.offset_bytes < 0 || c.cache.num_blocks < 0 ||
+      static_cast<std::int64_t>(out.cache.size()) < c.cache.backing_bytes())
+    return Error(ErrorCode::kBackingTooSmall, std::to_string(out.cache.size()) + " bytes, view needs " +
+                                                  std::to_string(c.cache.backing_bytes()));
+  // A page stride below the dense page (allowed at the contract level) makes the last page's
+  // records reach past num_blocks * stride: the backing must hold them too.
+  if (const auto format = format_of(c); format && c.cache.num_blocks > 0) {
+    const RecordLayout& layout = layout_of(*format);
+    const std::int64_t last_page = c.cache.offset_bytes + (c.cache.num_blocks - 1) * c.cache.page_stride_bytes();
+    const std::int64_t reach = layout.paged_regions
+                                   ? last_page + layout.dense_page_bytes(c.cache.block_size)
+                                   : last_page + (c.cache.block_size - 1) * c.cache.token_stride_bytes() + layout.data_bytes;
+    if (static_cast<std::int64_t>(out.cache.size()) < reach)
+      return Error(ErrorCode::kBackingTooSmall, "records reach byte " + std::to_string(reach) + " of " +
+                                                    std::to_string(out.cache.size()));
+  }
+  if (c.op == InsertOp::kLegacy && c.q_out.sizes.size() == c.q_out.strides.size() &&
+      static_cast<std::int64_t>(out.q_out.size()) < c.q_out.span_bytes())
+    return Error(ErrorCode::kOutputTooSmall, std::to_string(out.q_out.size()) + " bytes, q_out needs " +
+                                                 std::to_string(c.q_out.span_bytes()));
+  return Status::Ok();
+}
+
+Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight) {
+  if (!kv.present || kv.meta.dtype != DType::kBF16) return Error(ErrorCode::kKvDtype, "kv_norm takes bf16 rows");
+  if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(kv.meta));
+  if (!kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous);
+  if (static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes()) return Error(ErrorCode::kInputTooSmall, "kv");
+  if (!weight.present || weight.meta.dtype != DType::kBF16 || weight.meta.rank() != 1 ||
+      weight.meta.size(0) != kHeadDim || !weight.meta.contiguous() ||
+      static_cast<std::int64_t>(weight.bytes.size()) < weight.meta.span_bytes())
+    return Error(ErrorCode::kNormWeightInvalid);
+  if (kv.meta.device != weight.meta.device) return Error(ErrorCode::kDeviceMismatch);
+  return Status::Ok();
+}
+
+}  // namespace kvc::oracle
