@@ -1,0 +1,110 @@
+// validate_test.cpp: the invalid-input matrix. Every rule of SPEC.md §5, broken alone, for every op
+// and format it applies to: the op rejects with the rule's code and writes nothing (the backing and
+// the q output are byte-identical afterwards).
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <set>
+
+#include "kvc/testkit/backend.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/rule_breakers.h"
+#include "kvc/testkit/small_cases.h"
+
+namespace kvc {
+namespace {
+
+using oracle::ValidationLevel;
+
+struct MatrixEntry {
+  const testkit::RuleBreaker* breaker;
+  InsertOp op;
+  RecordFormat format;
+};
+
+std::string entry_name(const MatrixEntry& e) {
+  std::string f(layout_of(e.format).name);
+  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
+  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+}
+
+std::vector<MatrixEntry> matrix() {
+  std::vector<MatrixEntry> m;
+  for (const testkit::RuleBreaker& b : testkit::rule_breakers())
+    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
+      for (RecordFormat f : kAllFormats)
+        if (b.applies(op, f)) m.push_back({&b, op, f});
+  return m;
+}
+
+class InvalidInput : public ::testing::TestWithParam<MatrixEntry> {};
+
+TEST_P(InvalidInput, RejectedWithItsCodeAndNothingWritten) {
+  const MatrixEntry& e = GetParam();
+  InsertCase c = testkit::small_valid_case(e.op, e.format);
+  InsertOutputs out = testkit::make_outputs(c);
+  ASSERT_TRUE(testkit::OracleBackend().run(c, out).ok()) << "the base case must be valid";
+  out = testkit::make_outputs(c);
+  e.breaker->apply(c, out);
+  const InsertOutputs before = out;
+
+  for (ValidationLevel level : {ValidationLevel::kContract, ValidationLevel::kStrict}) {
+    oracle::OracleOptions options;
+    options.level = level;
+    const Status s = testkit::OracleBackend(options).run(c, out);
+    const bool must_reject = level == ValidationLevel::kStrict || e.breaker->level == ValidationLevel::kContract;
+    if (must_reject) {
+      EXPECT_EQ(s.code, e.breaker->code) << "level " << static_cast<int>(level) << ": got " << s.ToString();
+      EXPECT_EQ(out.cache, before.cache) << "a rejected call wrote into the backing";
+      EXPECT_EQ(out.q_out, before.q_out) << "a rejected call wrote into q_out";
+    } else {
+      EXPECT_TRUE(s.ok()) << "a strict-only rule rejected at the contract level: " << s.ToString();
+      out = before;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, InvalidInput, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<MatrixEntry>& p) { return entry_name(p.param); });
+
+TEST(InvalidInputMatrix, EveryErrorCodeHasABreaker) {
+  std::set<ErrorCode> covered;
+  for (const testkit::RuleBreaker& b : testkit::rule_breakers()) covered.insert(b.code);
+  for (ErrorCode code : kAllErrorCodes) {
+    if (code == ErrorCode::kOk) continue;
+    EXPECT_TRUE(covered.count(code)) << "no negative test for E" << static_cast<int>(code) << " " << error_name(code);
+  }
+}
+
+TEST(ErrorCodes, NamesNumbersAndMessagesAreStable) {
+  // The numbers are written into case files and reports; changing one is a breaking change.
+  EXPECT_EQ(static_cast<int>(ErrorCode::kFp8ScaleMissing), 116);
+  EXPECT_EQ(static_cast<int>(ErrorCode::kDuplicateSlot), 204);
+  std::set<int> numbers;
+  for (ErrorCode code : kAllErrorCodes) {
+    EXPECT_TRUE(numbers.insert(static_cast<int>(code)).second) << "number reused: " << static_cast<int>(code);
+    EXPECT_FALSE(error_message(code).empty());
+    ErrorCode back{};
+    EXPECT_TRUE(error_code_from_number(static_cast<int>(code), &back));
+    EXPECT_EQ(back, code);
+  }
+  const Status duplicate{ErrorCode::kDuplicateSlot, "slot 5"};
+  EXPECT_EQ(duplicate.ToString(),
+            "E204 kDuplicateSlot: two tokens map to the same slot (slot 5)");
+}
+
+TEST(KvOnlyRows, RowsBeyondTheSlotsAreNeverRead) {
+  // Rows >= slots.size(0) may hold anything, even positions far out of range: never read.
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  InsertOutputs a = testkit::make_outputs(c), b = testkit::make_outputs(c);
+  ASSERT_TRUE(testkit::OracleBackend().run(c, a).ok());
+  for (std::int64_t t = c.num_inserted(); t < c.num_rows(); ++t) {
+    c.positions.store<std::int64_t>(t, 1 << 30);
+    for (int d = 0; d < kHeadDim; ++d) c.kv.store<std::uint16_t>(t * kHeadDim + d, 0x7FC0);
+  }
+  ASSERT_TRUE(testkit::OracleBackend().run(c, b).ok());
+  EXPECT_EQ(a.cache, b.cache);
+}
+
+}  // namespace
+}  // namespace kvc

@@ -1,0 +1,32 @@
+// rule_breakers.h: one way to break each validation rule, applied to an otherwise valid case.
+//
+// The invalid-input matrix and the invalid-problem fuzz generator both draw from this table, so
+// every rule of SPEC.md §5 is broken the same way everywhere and adding a rule means adding one
+// row. A breaker changes exactly one thing; applied to a valid case it must make the op reject with
+// `code` at `level` (and at kStrict, since strict includes contract).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kvc/insert_case.h"
+#include "kvc/oracle/validate.h"
+#include "kvc/status.h"
+
+namespace kvc::testkit {
+
+struct RuleBreaker {
+  std::string name;  // "Fp8CacheWithoutScale": a test name
+  ErrorCode code;
+  oracle::ValidationLevel level;  // the lowest level that rejects it
+  // Whether the breaker applies to a case of this op and format (e.g. Hp rules need the packed
+  // legacy op, scale rules the fp8 cache).
+  std::function<bool(InsertOp, RecordFormat)> applies;
+  // Breaks the rule. May also shrink the outputs (harness rules).
+  std::function<void(InsertCase&, InsertOutputs&)> apply;
+};
+
+const std::vector<RuleBreaker>& rule_breakers();
+
+}  // namespace kvc::testkit
