@@ -45,7 +45,7 @@ TEST_P(InvalidInput, RejectedWithItsCodeAndNothingWritten) {
   InsertOutputs out = testkit::make_outputs(c);
   ASSERT_TRUE(testkit::OracleBackend().run(c, out).ok()) << "the base case must be valid";
   out = testkit::make_outputs(c);
-  e.breaker->apply(c, out);
+  ASSERT_TRUE(e.breaker->apply(c, out)) << "the base case must offer the breaker something to break";
   const InsertOutputs before = out;
 
   for (ValidationLevel level : {ValidationLevel::kContract, ValidationLevel::kStrict}) {

@@ -30,119 +30,156 @@ void reshape(HostTensor& t, std::vector<std::int64_t> sizes) {
   reshape(t.meta, std::move(sizes));
   t.bytes.resize(static_cast<std::size_t>(t.meta.span_bytes()), 0);
 }
+// The first row with a live slot; else row 0 when there are slots at all; else -1.
 std::int64_t first_live_row(const InsertCase& c) {
   for (std::int64_t t = 0; t < c.num_inserted(); ++t)
     if (c.slots.load<std::int64_t>(t) >= 0) return t;
-  return 0;
+  return c.num_inserted() > 0 ? 0 : -1;
+}
+
+// The first row whose position the op reads, or -1.
+std::int64_t first_read_position(const InsertCase& c) {
+  for (std::int64_t t = 0; t < c.num_rows(); ++t)
+    if (oracle::position_is_read(c, t)) return t;
+  return -1;
+}
+
+bool make_non_contiguous(HostTensor& t) {
+  if (t.meta.size(0) == 1) return false;  // a single row is contiguous whatever its stride
+  t.meta.strides[0] *= 2;
+  t.bytes.resize(static_cast<std::size_t>(t.meta.span_bytes()), 0);
+  return true;
 }
 
 }  // namespace
 
 const std::vector<RuleBreaker>& rule_breakers() {
+  using C = InsertCase;
+  using O = InsertOutputs;
   static const std::vector<RuleBreaker> table = {
-      {"KvFloat32", ErrorCode::kKvDtype, kContract, any, [](InsertCase& c, InsertOutputs&) { retype(c.kv, DType::kF32); }},
-      {"KvOnlyWithFloat16", ErrorCode::kKvDtype, kContract, kv_only, [](InsertCase& c, InsertOutputs&) { c.kv.meta.dtype = DType::kF16; }},
-      {"KvRowsOf256", ErrorCode::kKvShape, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.kv, {c.num_rows(), 256}); }},
-      {"KvNotContiguous", ErrorCode::kKvNotContiguous, kContract, any,
-       [](InsertCase& c, InsertOutputs&) {
-         c.kv.meta.strides = {2 * kHeadDim, 1};
-         c.kv.bytes.resize(static_cast<std::size_t>(c.kv.meta.span_bytes()), 0);
-       }},
-      {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](InsertCase& c, InsertOutputs&) { c.slots.meta.device = 1; }},
-      {"CacheRank2", ErrorCode::kCacheRank, kContract, any, [](InsertCase& c, InsertOutputs&) { c.cache.rank = 2; }},
-      {"BlockSizeZero", ErrorCode::kBlockSizeNonPositive, kContract, any, [](InsertCase& c, InsertOutputs&) { c.block_size = 0; }},
+      {"KvFloat32", ErrorCode::kKvDtype, kContract, any, [](C& c, O&) { retype(c.kv, DType::kF32); return true; }},
+      {"KvOnlyWithFloat16", ErrorCode::kKvDtype, kContract, kv_only, [](C& c, O&) { c.kv.meta.dtype = DType::kF16; return true; }},
+      {"KvRowsOf256", ErrorCode::kKvShape, kContract, any, [](C& c, O&) { reshape(c.kv, {c.num_rows(), 256}); return true; }},
+      {"KvNotContiguous", ErrorCode::kKvNotContiguous, kContract, any, [](C& c, O&) { return make_non_contiguous(c.kv); }},
+      {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](C& c, O&) { c.slots.meta.device = 1; return true; }},
+      {"CacheRank2", ErrorCode::kCacheRank, kContract, any, [](C& c, O&) { c.cache.rank = 2; return true; }},
+      {"BlockSizeZero", ErrorCode::kBlockSizeNonPositive, kContract, any, [](C& c, O&) { c.block_size = 0; return true; }},
       {"BlockSizeMismatch", ErrorCode::kBlockSizeMismatch, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { c.block_size = c.cache.block_size * 2; }},
-      {"CacheStride2NotOne", ErrorCode::kCacheStride2, kContract, any, [](InsertCase& c, InsertOutputs&) { c.cache.stride2 = 2; }},
-      {"CacheDtypeFloat32", ErrorCode::kCacheDtype, kContract, any, [](InsertCase& c, InsertOutputs&) { c.cache.dtype = DType::kF32; }},
+       [](C& c, O&) { c.block_size = c.cache.block_size * 2; return true; }},
+      {"CacheStride2NotOne", ErrorCode::kCacheStride2, kContract, any, [](C& c, O&) { c.cache.stride2 = 2; return true; }},
+      {"CacheDtypeFloat32", ErrorCode::kCacheDtype, kContract, any, [](C& c, O&) { c.cache.dtype = DType::kF32; return true; }},
       {"Width584WithKvMxfp8", ErrorCode::kCacheWidth, kContract,
-       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked584; },
-       [](InsertCase& c, InsertOutputs&) { c.kv_mxfp8 = true; }},
+       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked584; }, [](C& c, O&) { c.kv_mxfp8 = true; return true; }},
       {"Width528WithoutKvMxfp8", ErrorCode::kCacheWidth, kContract,
-       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked528; },
-       [](InsertCase& c, InsertOutputs&) { c.kv_mxfp8 = false; }},
+       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked528; }, [](C& c, O&) { c.kv_mxfp8 = false; return true; }},
       {"FullCacheWidth584", ErrorCode::kCacheWidth, kContract, [](InsertOp, RecordFormat f) { return !is_packed(f); },
-       [](InsertCase& c, InsertOutputs&) { c.cache.width = 584; }},
-      {"SlotsInt32", ErrorCode::kSlotsInvalid, kContract, any, [](InsertCase& c, InsertOutputs&) { c.slots.meta.dtype = DType::kI32; }},
+       [](C& c, O&) { c.cache.width = 584; return true; }},
+      {"SlotsInt32", ErrorCode::kSlotsInvalid, kContract, any, [](C& c, O&) { c.slots.meta.dtype = DType::kI32; return true; }},
       {"PositionsRank2", ErrorCode::kPositionsInvalid, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.positions, {c.num_rows(), 1}); }},
-      {"PositionsShorterThanKv", ErrorCode::kPositionsRowMismatch, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.positions, {c.num_rows() - 1}); }},
+       [](C& c, O&) { reshape(c.positions, {c.num_rows(), 1}); return true; }},
+      {"PositionsLongerThanKv", ErrorCode::kPositionsRowMismatch, kContract, any,
+       [](C& c, O&) { reshape(c.positions, {c.num_rows() + 1}); return true; }},
       {"SlotsLongerThanKv", ErrorCode::kSlotsExceedRows, kContract, any,
-       [](InsertCase& c, InsertOutputs&) {
-         std::vector<std::int64_t> s(static_cast<std::size_t>(c.num_rows() + 1), -1);
-         c.slots = make_tensor_from(DType::kI64, s, {c.num_rows() + 1});
+       [](C& c, O&) {
+         c.slots = make_tensor_from(DType::kI64, std::vector<std::int64_t>(static_cast<std::size_t>(c.num_rows() + 1), -1), {c.num_rows() + 1});
+         return true;
        }},
       {"CosSinWidth32", ErrorCode::kCosSinInvalid, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32}); }},
-      {"Fp8CacheWithoutScale", ErrorCode::kFp8ScaleMissing, kContract, fp8_cache, [](InsertCase& c, InsertOutputs&) { c.fp8_scale = HostTensor{}; }},
-      {"Fp8ScaleWithTwoElements", ErrorCode::kFp8ScaleShape, kContract, fp8_cache,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.fp8_scale, {2}); }},
+       [](C& c, O&) { reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32}); return true; }},
+      {"Fp8CacheWithoutScale", ErrorCode::kFp8ScaleMissing, kContract, fp8_cache, [](C& c, O&) { c.fp8_scale = HostTensor{}; return true; }},
+      {"Fp8ScaleWithTwoElements", ErrorCode::kFp8ScaleShape, kContract, fp8_cache, [](C& c, O&) { reshape(c.fp8_scale, {2}); return true; }},
       {"PackedPageStrideAtTwoToThe31", ErrorCode::kPageStrideTooLarge, kContract, uint8_cache,
-       [](InsertCase& c, InsertOutputs&) { c.cache.stride0 = std::int64_t{1} << 31; }},
-      {"QFloat16WithBf16Kv", ErrorCode::kQDtype, kContract, legacy, [](InsertCase& c, InsertOutputs&) { c.q.meta.dtype = DType::kF16; }},
+       [](C& c, O&) { c.cache.stride0 = std::int64_t{1} << 31; return true; }},
+      {"QFloat16WithBf16Kv", ErrorCode::kQDtype, kContract, legacy, [](C& c, O&) { c.q.meta.dtype = DType::kF16; return true; }},
       {"QHeadsOf256", ErrorCode::kQShape, kContract, legacy,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.q, {c.num_rows(), c.q.meta.size(1), 256}); }},
-      {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy,
-       [](InsertCase& c, InsertOutputs&) {
-         c.q.meta.strides[0] *= 2;
-         c.q.bytes.resize(static_cast<std::size_t>(c.q.meta.span_bytes()), 0);
-       }},
-      {"QOutDtypeFloat32", ErrorCode::kQOutDtype, kContract, legacy, [](InsertCase& c, InsertOutputs&) { c.q_out.dtype = DType::kF32; }},
+       [](C& c, O&) { reshape(c.q, {c.num_rows(), c.q.meta.size(1), 256}); return true; }},
+      {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy, [](C& c, O&) { return make_non_contiguous(c.q); }},
+      {"QOutDtypeFloat32", ErrorCode::kQOutDtype, kContract, legacy, [](C& c, O&) { c.q_out.dtype = DType::kF32; return true; }},
       {"QOutHeadsOf256", ErrorCode::kQOutShape, kContract, legacy,
-       [](InsertCase& c, InsertOutputs&) { reshape(c.q_out, {c.num_rows(), c.q_out.rank() == 3 ? c.q_out.size(1) : 8, 256}); }},
+       [](C& c, O&) { reshape(c.q_out, {c.num_rows(), c.q_out.rank() == 3 ? c.q_out.size(1) : 8, 256}); return true; }},
       {"HeadPadding12", ErrorCode::kUnsupportedHeadPadding, kContract, packed_legacy,
-       [](InsertCase& c, InsertOutputs& out) {
+       [](C& c, O& out) {
          reshape(c.q_out, {c.num_rows(), 12, kHeadDim});
          out.q_out.resize(static_cast<std::size_t>(c.q_out.span_bytes()), 0xA5);
+         return true;
        }},
       {"HeadPaddingBelowHeads", ErrorCode::kHeadPaddingBelowHeads, kContract, packed_legacy,
-       [](InsertCase& c, InsertOutputs&) {
+       [](C& c, O&) {
          reshape(c.q, {c.num_rows(), 16, kHeadDim});
          reshape(c.q_out, {c.num_rows(), 8, kHeadDim});
+         return true;
        }},
-      {"Fp8LegacyWithoutQScale", ErrorCode::kQScaleShape, kContract, fp8_legacy, [](InsertCase& c, InsertOutputs&) { c.q_scale_inv = HostTensor{}; }},
+      {"Fp8LegacyWithoutQScale", ErrorCode::kQScaleShape, kContract, fp8_legacy, [](C& c, O&) { c.q_scale_inv = HostTensor{}; return true; }},
       {"NormWeightOf256", ErrorCode::kNormWeightInvalid, kContract, kv_only,
-       [](InsertCase& c, InsertOutputs&) { c.kv_norm_weight = make_tensor(DType::kBF16, {256}); }},
+       [](C& c, O&) { c.kv_norm_weight = make_tensor(DType::kBF16, {256}); return true; }},
       {"PageStrideBelowDensePage", ErrorCode::kPageStrideBelowDense, kStrict, any,
-       [](InsertCase& c, InsertOutputs&) {
+       [](C& c, O&) {
          const RecordLayout& l = layout_of(*format_of(c));
          const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(c.cache.block_size) : c.cache.block_size * c.cache.token_stride_bytes();
          c.cache.stride0 = (dense - kAlignment) / c.cache.element_bytes();
+         return true;
        }},
-      {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any, [](InsertCase& c, InsertOutputs&) { c.cache.offset_bytes += 8; }},
+      {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any, [](C& c, O&) { c.cache.offset_bytes += 8; return true; }},
       {"MisalignedKvBase", ErrorCode::kMisaligned, kStrict, any,
-       [](InsertCase& c, InsertOutputs&) {
+       [](C& c, O&) {
          c.kv.meta.offset_bytes = 2;
          c.kv.bytes.insert(c.kv.bytes.begin(), 2, 0);
+         return true;
        }},
       {"SlotBeyondTheCache", ErrorCode::kSlotOutOfRange, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { c.slots.store<std::int64_t>(first_live_row(c), c.cache.num_blocks * c.block_size); }},
+       [](C& c, O&) {
+         const std::int64_t row = first_live_row(c);
+         if (row < 0) return false;
+         c.slots.store<std::int64_t>(row, c.cache.num_blocks * c.block_size);
+         return true;
+       }},
       {"DuplicateSlot", ErrorCode::kDuplicateSlot, kStrict, any,
-       [](InsertCase& c, InsertOutputs&) {
+       [](C& c, O&) {
          std::int64_t first = -1;
          for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
            const std::int64_t s = c.slots.load<std::int64_t>(t);
            if (s < 0) continue;
-           if (first < 0) first = s;
-           else { c.slots.store<std::int64_t>(t, first); return; }
+           if (first < 0) {
+             first = s;
+           } else {
+             c.slots.store<std::int64_t>(t, first);
+             return true;
+           }
          }
+         return false;
        }},
       {"PositionAtMaxPos", ErrorCode::kPositionOutOfRange, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { c.positions.store<std::int64_t>(first_live_row(c), c.cos_sin.meta.size(0)); }},
+       [](C& c, O&) {
+         const std::int64_t row = first_read_position(c);
+         if (row < 0) return false;
+         c.positions.store<std::int64_t>(row, c.cos_sin.meta.size(0));
+         return true;
+       }},
       {"NegativePosition", ErrorCode::kPositionOutOfRange, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { c.positions.store<std::int64_t>(first_live_row(c), -1); }},
-      {"Fp8ScaleZero", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](InsertCase& c, InsertOutputs&) { c.fp8_scale.store<float>(0, 0.0f); }},
-      {"Fp8ScaleNaN", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](InsertCase& c, InsertOutputs&) { c.fp8_scale.store<float>(0, NAN); }},
+       [](C& c, O&) {
+         const std::int64_t row = first_read_position(c);
+         if (row < 0) return false;
+         c.positions.store<std::int64_t>(row, -1);
+         return true;
+       }},
+      {"Fp8ScaleZero", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](C& c, O&) { c.fp8_scale.store<float>(0, 0.0f); return true; }},
+      {"Fp8ScaleNaN", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](C& c, O&) { c.fp8_scale.store<float>(0, NAN); return true; }},
       {"QScaleInverseInfinite", ErrorCode::kQScaleValue, kStrict, fp8_legacy,
-       [](InsertCase& c, InsertOutputs&) { c.q_scale_inv.store<float>(0, INFINITY); }},
+       [](C& c, O&) { c.q_scale_inv.store<float>(0, INFINITY); return true; }},
       {"BackingTooSmall", ErrorCode::kBackingTooSmall, kContract, any,
-       [](InsertCase&, InsertOutputs& out) { out.cache.resize(out.cache.size() / 2); }},
+       [](C&, O& out) { out.cache.resize(out.cache.size() / 2); return true; }},
       {"QOutputTooSmall", ErrorCode::kOutputTooSmall, kContract, legacy,
-       [](InsertCase&, InsertOutputs& out) { out.q_out.resize(out.q_out.size() / 2); }},
+       [](C&, O& out) {
+         if (out.q_out.empty()) return false;
+         out.q_out.resize(out.q_out.size() - 1);
+         return true;
+       }},
       {"KvBytesTruncated", ErrorCode::kInputTooSmall, kContract, any,
-       [](InsertCase& c, InsertOutputs&) { c.kv.bytes.resize(c.kv.bytes.size() - 1); }},
+       [](C& c, O&) {
+         if (c.kv.bytes.empty()) c.kv.meta.sizes[0] = 1;  // claims a row it has no bytes for
+         else c.kv.bytes.pop_back();
+         return true;
+       }},
   };
   return table;
 }

@@ -23,8 +23,10 @@ struct RuleBreaker {
   // Whether the breaker applies to a case of this op and format (e.g. Hp rules need the packed
   // legacy op, scale rules the fp8 cache).
   std::function<bool(InsertOp, RecordFormat)> applies;
-  // Breaks the rule. May also shrink the outputs (harness rules).
-  std::function<void(InsertCase&, InsertOutputs&)> apply;
+  // Breaks the rule. May also shrink the outputs (harness rules). Returns false when this case
+  // offers nothing to break (no live slot to move out of range, one row that cannot be made
+  // non-contiguous, ...): the case is then left valid.
+  std::function<bool(InsertCase&, InsertOutputs&)> apply;
 };
 
 const std::vector<RuleBreaker>& rule_breakers();

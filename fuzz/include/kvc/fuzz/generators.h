@@ -1,0 +1,40 @@
+// generators.h: RapidCheck generators of insert problems (valid and invalid).
+//
+// gen_recipe() draws every dimension the contract varies: format, op, block size (powers of two
+// and not, 1..512), pages, page padding, token count (0..4096, growing with RapidCheck's size),
+// DP-padding rows, slot patterns (none/some/all -1), positions, random or base-10000 tables,
+// injected edge values, and the legacy op's heads, padding and flags. Shrinking acts on the
+// recipe, so a shrunk problem is still a valid problem of the same kind.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include <rapidcheck.h>
+
+#include "kvc/fuzz/case_recipe.h"
+
+namespace kvc::fuzz {
+
+struct GenConfig {
+  bool allow_legacy = true;   // false: KV-only problems only
+  bool packed_only = false;   // only packed584 / packed528
+  std::int64_t max_tokens = 4096;
+  // Invalid problems: draw a rule of testkit::rule_breakers() uniformly (its index becomes the
+  // input's aux), then a valid case of an op and format the rule applies to.
+  bool rule_breaking = false;
+};
+
+rc::Gen<CaseRecipe> gen_recipe(GenConfig config);
+
+// What a property receives: a built case plus one free integer for the property's own choices
+// (split point, permutation, Hp, which rule to break); both shrink.
+struct PropertyInput {
+  InsertCase c;
+  std::uint64_t aux = 0;
+};
+std::ostream& operator<<(std::ostream& os, const PropertyInput& in);  // a one-line summary
+
+rc::Gen<PropertyInput> gen_property_input(GenConfig config);
+
+}  // namespace kvc::fuzz

@@ -1,0 +1,364 @@
+// properties.cpp: the property table (see properties.h).
+#include "kvc/fuzz/properties.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "kvc/oracle/bf16.h"
+#include "kvc/oracle/fp8_e4m3.h"
+#include "kvc/oracle/kv_insert.h"
+#include "kvc/oracle/record_codec.h"
+#include "kvc/oracle/ue8m0.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/backing_diff.h"
+#include "kvc/testkit/case_builder.h"
+#include "kvc/testkit/rule_breakers.h"
+
+namespace kvc::fuzz {
+namespace {
+
+[[noreturn]] void fail(const PropertyInput& in, PropertyContext& ctx, const std::string& message) {
+  *ctx.last_failure = FailureRecord{in, message};
+  RC_FAIL(message);
+}
+
+InsertOutputs run_ok(const InsertCase& c, const PropertyInput& in, PropertyContext& ctx, const char* what) {
+  InsertOutputs out = testkit::make_outputs(c);
+  const Status s = ctx.sut.run(c, out);
+  if (!s.ok()) fail(in, ctx, std::string(what) + ": a valid case was rejected: " + s.ToString());
+  return out;
+}
+
+void expect_same_cache(const InsertCase& c, const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
+                       const PropertyInput& in, PropertyContext& ctx, const std::string& expected_name,
+                       const std::string& actual_name) {
+  const testkit::DiffReport r = testkit::diff_case_backings(c, expected, actual);
+  if (r.equal()) return;
+  testkit::ReportContext rc_ctx;
+  rc_ctx.expected_name = expected_name;
+  rc_ctx.actual_name = actual_name;
+  fail(in, ctx, testkit::format_case_report(c, r, expected, actual, rc_ctx));
+}
+
+// A copy of the case keeping only the rows in `rows` (in that order) as the inserted rows, and
+// the DP-padding rows after them.
+InsertCase select_rows(const InsertCase& c, const std::vector<std::int64_t>& rows, bool keep_padding) {
+  InsertCase out = c;
+  std::vector<std::int64_t> order = rows;
+  if (keep_padding)
+    for (std::int64_t t = c.num_inserted(); t < c.num_rows(); ++t) order.push_back(t);
+  const std::int64_t n = static_cast<std::int64_t>(order.size());
+  std::vector<std::uint16_t> kv(static_cast<std::size_t>(n * kHeadDim));
+  std::vector<std::int64_t> positions, slots;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t t = order[static_cast<std::size_t>(i)];
+    for (int d = 0; d < kHeadDim; ++d) kv[static_cast<std::size_t>(i * kHeadDim + d)] = c.kv.load<std::uint16_t>(t * kHeadDim + d);
+    positions.push_back(c.positions.load<std::int64_t>(t));
+  }
+  for (std::int64_t r : rows) slots.push_back(c.slots.load<std::int64_t>(r));
+  out.kv = make_tensor_from(c.kv.meta.dtype, kv, {n, kHeadDim});
+  out.positions = make_tensor_from(DType::kI64, positions, {n});
+  out.slots = make_tensor_from(DType::kI64, slots, {static_cast<std::int64_t>(slots.size())});
+  return out;
+}
+
+std::vector<std::int64_t> iota_rows(std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(std::max<std::int64_t>(0, to - from)));
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+// ---- properties ----
+
+void differential(const PropertyInput& in, PropertyContext& ctx) {
+  InsertOutputs expected = testkit::make_outputs(in.c), actual = testkit::make_outputs(in.c);
+  const Status es = testkit::OracleBackend().run(in.c, expected);
+  const Status as = ctx.sut.run(in.c, actual);
+  if (es.code != as.code) fail(in, ctx, "status differs: oracle " + es.ToString() + ", " + ctx.sut.name() + " " + as.ToString());
+  expect_same_cache(in.c, expected.cache, actual.cache, in, ctx, "oracle", ctx.sut.name());
+  if (expected.q_out != actual.q_out) fail(in, ctx, "q_out differs from the oracle's");
+}
+
+void slot_minus_one_is_noop(const PropertyInput& in, PropertyContext& ctx) {
+  const InsertCase& c = in.c;
+  if (c.num_inserted() == 0) return;
+  const std::int64_t victim = static_cast<std::int64_t>(in.aux % static_cast<std::uint64_t>(c.num_inserted()));
+  InsertCase skipped = c;
+  skipped.slots.store<std::int64_t>(victim, -1);
+  std::vector<std::int64_t> kept;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t)
+    if (t != victim) kept.push_back(t);
+  const InsertCase removed = select_rows(c, kept, true);
+  const InsertOutputs a = run_ok(skipped, in, ctx, "row with slot -1");
+  const InsertOutputs b = run_ok(removed, in, ctx, "row removed");
+  expect_same_cache(c, b.cache, a.cache, in, ctx, "row " + std::to_string(victim) + " removed", "its slot set to -1");
+}
+
+void locality(const PropertyInput& in, PropertyContext& ctx) {
+  const InsertOutputs out = run_ok(in.c, in, ctx, "insert");
+  const std::vector<std::uint8_t> canary = testkit::make_outputs(in.c).cache;
+  const testkit::DiffReport r = testkit::diff_case_backings(in.c, canary, out.cache);
+  for (const auto& [cls, count] : r.count_by_class) {
+    if (cls == "page padding" || cls == "row gap" || cls == "outside the cache" || cls == "foreign slot") {
+      testkit::ReportContext rc_ctx;
+      rc_ctx.expected_name = "canary";
+      rc_ctx.actual_name = "backing after insert";
+      fail(in, ctx, "bytes outside the addressed records changed (" + cls + ")\n" +
+                        testkit::format_case_report(in.c, r, canary, out.cache, rc_ctx));
+    }
+  }
+}
+
+void kv_only_equals_legacy(const PropertyInput& in, PropertyContext& ctx) {
+  InsertCase c = in.c;
+  c.kv_norm_weight = HostTensor{};  // kv_norm is fused only in front of the KV-only op
+  const RecordFormat f = *format_of(c);
+  testkit::QuerySpec q;
+  std::uint64_t a = in.aux;
+  q.padded_heads = is_packed(f) ? kSupportedHeadPadding[a % kSupportedHeadPadding.size()] : 0;
+  a /= kSupportedHeadPadding.size();
+  q.heads = q.padded_heads ? 1 + static_cast<std::int64_t>(a % static_cast<std::uint64_t>(q.padded_heads)) : 1 + static_cast<std::int64_t>(a % 3);
+  q.q_interleaved = (a >> 8) & 1;
+  q.apply_q_norm = (a >> 9) & 1;
+  q.apply_q_rope = (a >> 10) & 1;
+  testkit::Rng rng(a);
+  q.q = testkit::random_bf16_rows(rng, c.num_rows() * q.heads);
+  q.eps = 1e-6f;
+  q.q_scale_inv = 2.0f;
+  const InsertCase legacy = testkit::make_legacy_case(c, q);
+  const InsertOutputs kv = run_ok(c, in, ctx, "KV-only");
+  const InsertOutputs lg = run_ok(legacy, in, ctx, "legacy");
+  expect_same_cache(c, lg.cache, kv.cache, in, ctx, "legacy insert (Hp " + std::to_string(q.padded_heads) + ")", "KV-only insert");
+}
+
+void token_permutation(const PropertyInput& in, PropertyContext& ctx) {
+  std::vector<std::int64_t> rows = iota_rows(0, in.c.num_inserted());
+  testkit::Rng rng(in.aux);
+  for (std::size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(i) - 1))]);
+  const InsertCase permuted = select_rows(in.c, rows, true);
+  const InsertOutputs a = run_ok(in.c, in, ctx, "original order");
+  const InsertOutputs b = run_ok(permuted, in, ctx, "permuted");
+  expect_same_cache(in.c, a.cache, b.cache, in, ctx, "original token order", "permuted tokens");
+}
+
+void split_batch(const PropertyInput& in, PropertyContext& ctx) {
+  const std::int64_t m = in.c.num_inserted();
+  const std::int64_t k = static_cast<std::int64_t>(in.aux % static_cast<std::uint64_t>(m + 1));
+  const InsertCase first = select_rows(in.c, iota_rows(0, k), false);
+  const InsertCase second = select_rows(in.c, iota_rows(k, m), false);
+  const InsertOutputs whole = run_ok(in.c, in, ctx, "one call");
+  InsertOutputs split = testkit::make_outputs(in.c);
+  for (const InsertCase* part : {&first, &second}) {
+    const Status s = ctx.sut.run(*part, split);
+    if (!s.ok()) fail(in, ctx, "split call rejected: " + s.ToString());
+  }
+  expect_same_cache(in.c, whole.cache, split.cache, in, ctx, "one call", "two calls split at token " + std::to_string(k));
+}
+
+void idempotent(const PropertyInput& in, PropertyContext& ctx) {
+  InsertOutputs once = run_ok(in.c, in, ctx, "first insert");
+  InsertOutputs twice = once;
+  const Status s = ctx.sut.run(in.c, twice);
+  if (!s.ok()) fail(in, ctx, "second insert rejected: " + s.ToString());
+  expect_same_cache(in.c, once.cache, twice.cache, in, ctx, "inserted once", "inserted twice");
+}
+
+// Scales one NoPE block of one live row by 2^j when that is exact for every element and keeps the
+// amax above the floor; its codes must stay and its scale byte must move by j.
+void scale_by_power_of_two(const PropertyInput& in, PropertyContext& ctx) {
+  const InsertCase& c = in.c;
+  const RecordFormat f = *format_of(c);
+  const RecordLayout& l = layout_of(f);
+  std::vector<std::int64_t> live;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t)
+    if (c.slots.load<std::int64_t>(t) >= 0) live.push_back(t);
+  if (live.empty() || c.kv_norm_weight.present) return;
+  const std::int64_t row = live[in.aux % live.size()];
+  const int block = static_cast<int>((in.aux >> 16) % static_cast<std::uint64_t>(kNopeDim / l.quant_block_dims));
+  const int j = static_cast<int>((in.aux >> 24) % 9) - 4;
+  InsertCase scaled = c;
+  float amax = 0.0f;
+  for (int i = 0; i < l.quant_block_dims; ++i) {
+    const std::int64_t idx = row * kHeadDim + block * l.quant_block_dims + i;
+    const float v = oracle::bf16_to_float(c.kv.load<std::uint16_t>(idx));
+    const float s = std::ldexp(v, j);
+    if (!std::isfinite(v) || (v != 0.0f && (std::fabs(v) < 0x1p-120f || std::fabs(s) < 0x1p-120f)) ||
+        oracle::round_through_bf16(s) != s || std::fabs(s) > 0x1p100f)
+      return;  // not exactly scalable
+    amax = std::max(amax, std::min(std::fabs(v), std::fabs(s)));
+    scaled.kv.store<std::uint16_t>(idx, oracle::float_to_bf16(s));
+  }
+  if (amax < 2 * kAmaxFloor) return;  // the floor would hide the scaling
+  record(ctx.coverage, {"scaled-block"});
+  const InsertOutputs a = run_ok(c, in, ctx, "original");
+  const InsertOutputs b = run_ok(scaled, in, ctx, "scaled");
+  const oracle::PagedCacheView v = testkit::view_of(c);
+  const std::int64_t slot = c.slots.load<std::int64_t>(row);
+  const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot), rb = oracle::decode_record(b.cache, v, slot);
+  std::ostringstream msg;
+  if (static_cast<int>(rb.scales[block]) != static_cast<int>(ra.scales[block]) + j)
+    msg << "scale byte of block " << block << " went 0x" << std::hex << int(ra.scales[block]) << " -> 0x" << int(rb.scales[block])
+        << std::dec << " for a 2^" << j << " scaling (slot " << slot << ")";
+  for (int i = 0; i < l.quant_block_dims && msg.str().empty(); ++i) {
+    const int d = block * l.quant_block_dims + i;
+    if (ra.codes[d] != rb.codes[d])
+      msg << "code of dim " << d << " changed 0x" << std::hex << int(ra.codes[d]) << " -> 0x" << int(rb.codes[d]) << std::dec
+          << " under a 2^" << j << " block scaling (slot " << slot << ")";
+  }
+  if (!msg.str().empty()) fail(in, ctx, msg.str());
+}
+
+void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
+  const InsertCase& c = in.c;
+  if (c.kv_norm_weight.present) return;  // the weight is not negated: the claim is about kv alone
+  InsertCase neg = c;
+  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i) neg.kv.store<std::uint16_t>(i, c.kv.load<std::uint16_t>(i) ^ 0x8000);
+  const InsertOutputs a = run_ok(c, in, ctx, "original");
+  const InsertOutputs b = run_ok(neg, in, ctx, "negated");
+  const RecordFormat f = *format_of(c);
+  const RecordLayout& l = layout_of(f);
+  const oracle::PagedCacheView v = testkit::view_of(c);
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t slot = c.slots.load<std::int64_t>(t);
+    if (slot < 0) continue;
+    float x[kHeadDim];
+    oracle::kv_row_after_rope(c, t, x);
+    const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot), rb = oracle::decode_record(b.cache, v, slot);
+    for (int k = 0; k < l.scale_blocks; ++k)
+      if (ra.scales[k] != rb.scales[k]) fail(in, ctx, "scale of block " + std::to_string(k) + " changed under negation, slot " + std::to_string(slot));
+    for (int d = 0; d < kHeadDim; ++d) {
+      if (!std::isfinite(x[d])) continue;  // NaN stays NaN (0xFE / canonical), Inf*0 is NaN
+      if (l.quant_block_dims && ra.scales[d / l.quant_block_dims] == kUe8m0Nan) continue;
+      const bool code = d < l.fp8_dims;
+      const unsigned va = code ? ra.codes[d] : ra.values16[d], vb = code ? rb.codes[d] : rb.values16[d];
+      const unsigned sign = code ? 0x80u : 0x8000u;
+      if ((va ^ sign) != vb) {
+        std::ostringstream m;
+        m << "negation changed more than the sign: slot " << slot << " dim " << d << " 0x" << std::hex << va << " -> 0x" << vb;
+        fail(in, ctx, m.str());
+      }
+    }
+  }
+}
+
+// |dequantized - y| <= half an e4m3 step of y's scaled value, times the scale (packed), or the
+// scaled value saturated at 448 (fp8_512).
+void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
+  const InsertCase& c = in.c;
+  const RecordFormat f = *format_of(c);
+  if (f == RecordFormat::kBf16_512) return;
+  const RecordLayout& l = layout_of(f);
+  const InsertOutputs out = run_ok(c, in, ctx, "insert");
+  const oracle::PagedCacheView v = testkit::view_of(c);
+  const float fp8_scale = c.fp8_scale.present ? c.fp8_scale.load<float>(0) : 1.0f;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t slot = c.slots.load<std::int64_t>(t);
+    if (slot < 0) continue;
+    float x[kHeadDim];
+    oracle::kv_row_after_rope(c, t, x);
+    const oracle::DecodedRecord r = oracle::decode_record(out.cache, v, slot, fp8_scale);
+    for (int d = 0; d < l.fp8_dims; ++d) {
+      const float y = l.paged_regions ? oracle::round_through_bf16(x[d]) : x[d];
+      if (!std::isfinite(y)) continue;
+      const float scale = l.paged_regions ? oracle::ue8m0_decode(r.scales[d / l.quant_block_dims]) : fp8_scale;
+      if (!std::isfinite(scale)) continue;  // the block holds an Inf
+      // The value the contract quantizes: y * 2^-E (exact) for packed records, fl(x * fl(1/s))
+      // for the fp8 full cache.
+      const double scaled = l.paged_regions ? static_cast<double>(y) / scale : static_cast<double>(y * (1.0f / fp8_scale));
+      const double a = std::fabs(scaled);
+      const double step = a < 0x1p-6 ? 0x1p-9 : std::ldexp(1.0, std::ilogb(a) - 3);
+      const double deq = static_cast<double>(oracle::e4m3_decode(r.codes[d]));
+      const bool saturated = a >= kFp8Max && std::fabs(deq) == kFp8Max && std::signbit(deq) == std::signbit(scaled);
+      if (!saturated && std::fabs(deq - scaled) > step / 2) {
+        std::ostringstream m;
+        m << "slot " << slot << " dim " << d << ": value " << y << " / scale " << scale << " = " << scaled << " but code 0x" << std::hex
+          << int(r.codes[d]) << std::dec << " decodes to " << deq << " (bound: half step " << step / 2 << ")";
+        fail(in, ctx, m.str());
+      }
+    }
+  }
+}
+
+void invalid_rejected(const PropertyInput& in, PropertyContext& ctx) {
+  // The generator drew the rule (aux) first and a case it applies to second.
+  const auto& breakers = testkit::rule_breakers();
+  const testkit::RuleBreaker& b = breakers[in.aux % breakers.size()];
+  if (!b.applies(in.c.op, *format_of(in.c))) return;
+  InsertCase broken = in.c;
+  InsertOutputs out = testkit::make_outputs(in.c);
+  if (!b.apply(broken, out)) return;  // nothing to break in this case (no live slot, one row, ...)
+  const InsertOutputs before = out;
+  const Status s = ctx.sut.run(broken, out);
+  record(ctx.coverage, {"rule:" + b.name});
+  if (s.code != b.code) fail(in, ctx, "breaking " + b.name + " gave " + s.ToString() + ", expected E" + std::to_string(static_cast<int>(b.code)));
+  if (out.cache != before.cache || out.q_out != before.q_out) fail(in, ctx, "rejected call (" + b.name + ") wrote into its outputs");
+}
+
+void decoder_total(const PropertyInput& in, PropertyContext& ctx) {
+  testkit::Rng rng(in.aux);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(in.c.cache.backing_bytes() + testkit::kGuardBytes));
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng.bits());
+  const oracle::PagedCacheView v = testkit::view_of(in.c);
+  for (std::int64_t slot = 0; slot < v.capacity(); slot += 1 + v.capacity() / 64) (void)oracle::decode_record(bytes, v, slot);
+  for (int i = 0; i < 256; ++i) {
+    const std::int64_t off = rng.uniform(-64, static_cast<std::int64_t>(bytes.size()) + 64);
+    const oracle::ByteLocation loc = oracle::locate(v, off);
+    if (loc.slot >= v.capacity()) fail(in, ctx, "locate() returned a slot beyond the cache");
+    if (loc.slot >= 0) (void)oracle::describe_field(bytes, v, loc);
+  }
+  record(ctx.coverage, {"decoded-random-bytes"});
+}
+
+std::vector<std::string> edges_and(std::vector<std::string> extra) {
+  std::vector<std::string> v = all_edge_class_names();
+  v.insert(v.end(), extra.begin(), extra.end());
+  return v;
+}
+
+const std::vector<std::string> kStructural = {"format:packed584", "format:packed528", "format:fp8_512", "format:bf16_512",
+                                              "slots:some-skipped", "slots:all-skipped", "dp-padding", "block-size:non-pow2",
+                                              "block-size:pow2", "page-padding"};
+
+}  // namespace
+
+const std::vector<PropertySpec>& all_properties() {
+  static const std::vector<PropertySpec> table = [] {
+    const GenConfig any{}, kv_only{false, false, 4096, false}, packed_kv{false, true, 4096, false};
+    const GenConfig rule_breaking{true, false, 4096, true};
+    std::vector<std::string> structural = kStructural;
+    std::vector<std::string> with_legacy = kStructural;
+    with_legacy.push_back("op:legacy");
+    std::vector<std::string> invalid_required;
+    for (const auto& b : testkit::rule_breakers()) invalid_required.push_back("rule:" + b.name);
+    return std::vector<PropertySpec>{
+        {"differential", "the backend under test writes the oracle's bytes", any, edges_and(with_legacy), differential},
+        {"slot-minus-one-is-noop", "a row with slot -1 changes nothing", kv_only, structural, slot_minus_one_is_noop},
+        {"locality", "only addressed records change; padding, gaps and other slots keep the canary", any,
+         edges_and(with_legacy), locality},
+        {"kv-only-equals-legacy", "the legacy op's cache bytes equal the KV-only op's", kv_only, edges_and(structural),
+         kv_only_equals_legacy},
+        {"token-permutation", "permuting tokens with their slots gives the same cache", kv_only, structural, token_permutation},
+        {"split-batch", "one call equals the same batch in two calls", kv_only, structural, split_batch},
+        {"idempotent", "inserting twice equals inserting once", any, with_legacy, idempotent},
+        {"scale-by-power-of-two", "scaling a block by 2^j keeps its codes and adds j to its scale byte", packed_kv,
+         {"format:packed584", "format:packed528", "scaled-block"}, scale_by_power_of_two},
+        {"negation-flips-sign", "negating kv flips only sign bits", kv_only, edges_and(structural), negation_flips_sign},
+        {"dequantization-bound", "dequantized codes are within half an e4m3 step of the input (or saturated)", kv_only,
+         edges_and({"format:packed584", "format:packed528", "format:fp8_512"}), dequantization_bound},
+        {"invalid-rejected", "a case breaking one rule is rejected with its code and writes nothing", rule_breaking, invalid_required,
+         invalid_rejected},
+        {"decoder-total", "the record decoder accepts arbitrary bytes", any, {"decoded-random-bytes"}, decoder_total},
+    };
+  }();
+  return table;
+}
+
+const PropertySpec* find_property(const std::string& name) {
+  for (const PropertySpec& p : all_properties())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+}  // namespace kvc::fuzz
