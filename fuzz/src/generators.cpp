@@ -15,6 +15,21 @@ rc::Gen<T> uniform_in(T lo, T hi) {
   return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
 }
 
+// One of `values`, uniformly, shrinking toward the first (gen::element does not shrink).
+template <typename T>
+rc::Gen<T> pick_shrinking(std::vector<T> values) {
+  const std::size_t n = values.size();
+  return rc::gen::map(uniform_in<std::size_t>(0, n), [values = std::move(values)](std::size_t i) { return values[i]; });
+}
+
+// One of `values` with integer weights, shrinking toward the first.
+template <typename T>
+rc::Gen<T> pick_weighted_shrinking(std::vector<std::pair<int, T>> weighted) {
+  std::vector<T> expanded;
+  for (const auto& [w, v] : weighted) expanded.insert(expanded.end(), static_cast<std::size_t>(w), v);
+  return pick_shrinking(std::move(expanded));
+}
+
 rc::Gen<std::int64_t> gen_block_size() {
   return rc::gen::weightedOneOf<std::int64_t>({
       {3, rc::gen::map(uniform_in(0, 10), [](int e) { return std::int64_t{1} << e; })},  // 1..512
@@ -28,7 +43,7 @@ rc::Gen<std::int64_t> gen_tokens(std::int64_t max_tokens) {
       {8, rc::gen::withSize([max_tokens](int size) {
          return uniform_in<std::int64_t>(0, 1 + max_tokens * std::min(size, 100) / 100);
        })},
-      {1, rc::gen::element<std::int64_t>(0, 1, 1023, 1024, 1025, max_tokens)},
+      {1, pick_shrinking<std::int64_t>({0, 1, 1023, 1024, 1025, max_tokens})},
   });
 }
 
@@ -57,7 +72,7 @@ rc::Gen<OpFormat> gen_op_format(const GenConfig& config, const std::function<boo
     for (RecordFormat f : kAllFormats)
       if ((!config.packed_only || is_packed(f)) && allowed(op, f)) choices.push_back({op, f});
   }
-  return rc::gen::elementOf(choices);
+  return pick_shrinking(std::move(choices));
 }
 
 CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
@@ -70,11 +85,11 @@ CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
   r.page_padding_units = *uniform_in<std::int64_t>(0, 9);
   r.row_gap_units = *uniform_in<std::int64_t>(0, 3);
   r.dp_rows = *rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(0)}, {1, uniform_in<std::int64_t>(0, 8)}});
-  r.skip = *rc::gen::weightedElement<SkipMode>({{4, SkipMode::kNone}, {5, SkipMode::kSome}, {1, SkipMode::kAll}});
+  r.skip = *pick_weighted_shrinking<SkipMode>({{4, SkipMode::kNone}, {5, SkipMode::kSome}, {1, SkipMode::kAll}});
   r.max_pos_extra = *uniform_in<std::int64_t>(0, 64);
   r.base10000_table = *rc::gen::arbitrary<bool>();
   r.fp8_scale_choice = *uniform_in(0, 5);
-  r.fused_kv_norm = r.op == InsertOp::kKvOnly && *rc::gen::weightedElement<bool>({{9, false}, {1, true}});
+  r.fused_kv_norm = r.op == InsertOp::kKvOnly && *pick_weighted_shrinking<bool>({{9, false}, {1, true}});
   r.seed = *rc::gen::arbitrary<std::uint64_t>();
   r.injections = *rc::gen::container<std::vector<Injection>>(static_cast<std::size_t>(*uniform_in(0, 12)), gen_injection());
   if (r.op == InsertOp::kLegacy) {
