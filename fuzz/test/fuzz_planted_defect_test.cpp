@@ -52,23 +52,21 @@ TEST(PlantedDefect, LocalityCatchesAWriteIntoPagePadding) {
   expect_property_fails("locality", sut);
 }
 
-TEST(PlantedDefect, SplitBatchCatchesADroppedLastToken) {
-  DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
-    std::int64_t slot;
-    if (!live_slot(c, &slot)) return;
-    const oracle::PagedCacheView v = testkit::view_of(c);
-    out.cache[static_cast<std::size_t>(oracle::token_data_offset(v, slot))] ^= 0x01;  // "forgets" the last live token
-  });
+// Damages the record of whichever token comes last: its bytes depend on the batch's order and
+// boundaries, which a correct insert never does.
+void damage_last_live_token(const InsertCase& c, InsertOutputs& out) {
+  std::int64_t slot;
+  if (!live_slot(c, &slot)) return;
+  out.cache[static_cast<std::size_t>(oracle::token_data_offset(testkit::view_of(c), slot))] ^= 0x01;
+}
+
+TEST(PlantedDefect, SplitBatchCatchesADamagedLastToken) {
+  DefectiveBackend sut(damage_last_live_token);
   expect_property_fails("split-batch", sut);
 }
 
 TEST(PlantedDefect, TokenPermutationCatchesOrderDependence) {
-  DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
-    std::int64_t slot;
-    if (!live_slot(c, &slot)) return;
-    const oracle::PagedCacheView v = testkit::view_of(c);
-    out.cache[static_cast<std::size_t>(oracle::token_data_offset(v, slot))] ^= 0x01;
-  });
+  DefectiveBackend sut(damage_last_live_token);
   expect_property_fails("token-permutation", sut);
 }
 
