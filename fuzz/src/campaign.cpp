@@ -46,7 +46,7 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
 
   rc::detail::TestParams params;
   params.seed = config.seed;
-  params.maxSuccess = config.cases;
+  params.maxSuccess = config.cases * property.case_multiplier;
   params.maxSize = config.max_size;
   params.disableShrinking = !config.shrink;
   QuietListener listener;

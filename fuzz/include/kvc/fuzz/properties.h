@@ -38,6 +38,9 @@ struct PropertySpec {
   std::vector<std::string> required_classes;
   // Checks one input; fails through RapidCheck (RC_FAIL) after recording the failure.
   std::function<void(const PropertyInput&, PropertyContext&)> check;
+  // Runs take this many times the configured case count: a property that draws one of many
+  // rules per case needs more cases to hit each of them.
+  int case_multiplier = 1;
 };
 
 const std::vector<PropertySpec>& all_properties();
