@@ -87,7 +87,9 @@ void check_packed(RecordFormat f, std::size_t first_case) {
       EXPECT_EQ(r.codes[b * width + i], it == bc.special_codes.end() ? bc.fill_code : it->second) << "element " << i;
     }
   }
-  if (f == RecordFormat::kPacked584) EXPECT_EQ(r.pad, 0x00);
+  if (f == RecordFormat::kPacked584) {
+    EXPECT_EQ(r.pad, 0x00);
+  }
 }
 
 TEST(KvInsertEdgeValues, Packed584Blocks) {

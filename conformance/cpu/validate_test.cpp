@@ -93,6 +93,15 @@ TEST(ErrorCodes, NamesNumbersAndMessagesAreStable) {
             "E204 kDuplicateSlot: two tokens map to the same slot (slot 5)");
 }
 
+TEST(ScaleShape, ZeroDimensionalScaleIsOneElement) {
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kFp8_512);
+  c.fp8_scale.meta.sizes.clear();
+  c.fp8_scale.meta.strides.clear();
+  InsertOutputs out = testkit::make_outputs(c);
+  const Status s = testkit::OracleBackend().run(c, out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST(KvOnlyRows, RowsBeyondTheSlotsAreNeverRead) {
   // Rows >= slots.size(0) may hold anything, even positions far out of range: never read.
   InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);

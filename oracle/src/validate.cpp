@@ -19,9 +19,8 @@ bool is_row512(const TensorMeta& m) { return m.rank() == 2 && m.size(1) == kHead
 bool is_index_vector(const HostTensor& t) {
   return t.present && t.meta.dtype == DType::kI64 && t.meta.rank() == 1 && t.meta.contiguous();
 }
-bool is_f32_scalar(const HostTensor& t) {
-  return t.meta.dtype == DType::kF32 && t.meta.numel() == 1 && t.meta.rank() >= 1;
-}
+// One fp32 element: shape [1] or a 0-d tensor.
+bool is_f32_scalar(const HostTensor& t) { return t.meta.dtype == DType::kF32 && t.meta.numel() == 1; }
 bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
 
 // Head count of the packed legacy q_out: 0 for the 1-D empty form.
