@@ -4,17 +4,14 @@
 #include <cmath>
 
 #include "kvc/oracle/bf16.h"
-#include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
+#include "kvc/oracle/storage16.h"
 #include "kvc/oracle/ue8m0.h"
 
 namespace kvc::oracle {
 namespace {
-
-float widen16(std::uint16_t bits, DType dtype) { return dtype == DType::kF16 ? fp16_to_float(bits) : bf16_to_float(bits); }
-std::uint16_t narrow16(float x, DType dtype) { return dtype == DType::kF16 ? float_to_fp16(x) : float_to_bf16(x); }
 
 // The ties-away mutant: at an exact midpoint the two neighbours of v encode differently; pick
 // the one farther from zero.
@@ -47,10 +44,14 @@ void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x) {
     for (int d = 0; d < kHeadDim; ++d) w[d] = c.kv_norm_weight.load<std::uint16_t>(d);
     kv_norm_row(x, w, c.kv_norm_eps);
   }
+  rope_at_row_position(c, row, x);
+}
+
+void rope_at_row_position(const InsertCase& c, std::int64_t row, float* row512) {
   const std::int64_t pos = c.positions.load<std::int64_t>(row);
   float csc[kRopeDim];
   for (int j = 0; j < kRopeDim; ++j) csc[j] = c.cos_sin.load<float>(pos * kRopeDim + j);
-  rope_gptj_row(x, csc);
+  rope_gptj_row(row512, csc);
 }
 
 void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t row,

@@ -4,29 +4,17 @@
 #include <cstring>
 
 #include "kvc/oracle/bf16.h"
-#include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/rms_norm.h"
-#include "kvc/oracle/rope.h"
+#include "kvc/oracle/storage16.h"
 
 namespace kvc::oracle {
 namespace {
 
 void load_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, float* e) {
   const std::int64_t heads = c.q.meta.size(1);
-  const bool f16 = c.q.meta.dtype == DType::kF16;
-  for (int d = 0; d < kHeadDim; ++d) {
-    const std::uint16_t bits = c.q.load<std::uint16_t>((t * heads + h) * kHeadDim + d);
-    e[d] = f16 ? fp16_to_float(bits) : bf16_to_float(bits);
-  }
-}
-
-void rotate_q(const InsertCase& c, std::int64_t t, float* e) {
-  const std::int64_t pos = c.positions.load<std::int64_t>(t);
-  float csc[kRopeDim];
-  for (int j = 0; j < kRopeDim; ++j) csc[j] = c.cos_sin.load<float>(pos * kRopeDim + j);
-  rope_gptj_row(e, csc);
+  for (int d = 0; d < kHeadDim; ++d) e[d] = widen16(c.q.load<std::uint16_t>((t * heads + h) * kHeadDim + d), c.q.meta.dtype);
 }
 
 template <typename T>
@@ -37,7 +25,6 @@ void put(std::vector<std::uint8_t>& out, const TensorMeta& meta, std::int64_t el
 void packed_q_side(const InsertCase& c, std::vector<std::uint8_t>& q_out) {
   const std::int64_t hp = c.q_out.rank() == 3 ? c.q_out.size(1) : 0;
   const std::int64_t heads = c.q.meta.size(1);
-  const bool f16 = c.q.meta.dtype == DType::kF16;
   float e[kHeadDim];
   for (std::int64_t t = 0; t < c.num_rows(); ++t) {
     for (std::int64_t h = 0; h < hp; ++h) {
@@ -45,10 +32,10 @@ void packed_q_side(const InsertCase& c, std::vector<std::uint8_t>& q_out) {
       if (live) {
         load_q_head(c, t, h, e);
         if (c.apply_q_norm) q_norm_row(e, c.eps);
-        if (c.apply_q_rope) rotate_q(c, t, e);
+        if (c.apply_q_rope) rope_at_row_position(c, t, e);
       }
       for (int d = 0; d < kHeadDim; ++d) {
-        const std::uint16_t bits = !live ? 0 : (f16 ? float_to_fp16(e[d]) : float_to_bf16(e[d]));
+        const std::uint16_t bits = live ? narrow16(e[d], c.q.meta.dtype) : 0;
         put<std::uint16_t>(q_out, c.q_out, q_out_offset(t, h, d, hp, c.q_interleaved), bits);
       }
     }
@@ -63,7 +50,7 @@ void full_cache_q_side(const InsertCase& c, RecordFormat f, std::vector<std::uin
     for (std::int64_t h = 0; h < heads; ++h) {
       load_q_head(c, t, h, e);
       if (c.apply_q_norm) q_norm_row(e, c.eps);
-      rotate_q(c, t, e);
+      rope_at_row_position(c, t, e);
       for (int d = 0; d < kHeadDim; ++d) {
         const std::int64_t idx = (t * heads + h) * kHeadDim + d;
         if (f == RecordFormat::kFp8_512) put<std::uint8_t>(q_out, c.q_out, idx, e4m3_encode(e[d] * q_scale_inv));

@@ -4,9 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "kvc/oracle/bf16.h"
-#include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
+#include "kvc/oracle/storage16.h"
 #include "kvc/oracle/ue8m0.h"
 
 namespace kvc::oracle {
@@ -128,10 +127,6 @@ ByteLocation locate(const PagedCacheView& v, std::int64_t off) {
   return loc;
 }
 
-float value16_to_float(std::uint16_t bits, DType dtype) {
-  return dtype == DType::kF16 ? fp16_to_float(bits) : bf16_to_float(bits);
-}
-
 DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
                             std::int64_t slot, float fp8_scale) {
   DecodedRecord r;
@@ -147,7 +142,7 @@ DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const Page
   }
   for (int d = 0; d < kHeadDim; ++d) {
     if (d >= l.fp8_dims) {
-      r.dequantized[d] = value16_to_float(r.values16[d], v.value_dtype);
+      r.dequantized[d] = widen16(r.values16[d], v.value_dtype);
     } else if (l.quant_block_dims) {
       r.dequantized[d] = e4m3_decode(r.codes[d]) * ue8m0_decode(r.scales[d / l.quant_block_dims]);
     } else {
@@ -176,7 +171,7 @@ std::string describe_field(const std::vector<std::uint8_t>& backing, const Paged
     case Field::kValue16: {
       const std::uint16_t bits = load16(backing, token_data_offset(v, loc.slot) + dim_offset_in_data(v.format, loc.dim));
       return std::string(v.value_dtype == DType::kF16 ? "f16 " : "bf16 ") + hex(bits, 4) + " = " +
-             num(value16_to_float(bits, v.value_dtype));
+             num(widen16(bits, v.value_dtype));
     }
     case Field::kScale: {
       const std::uint8_t sb = load8(backing, token_scale_offset(v, loc.slot) + loc.scale_block);

@@ -27,4 +27,7 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
 // The fp32 row the record encodes: widened input, optional kv_norm, then RoPE.
 void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* out512);
 
+// GPT-J RoPE of dims 448..511 with the cos/sin row of row `row`'s position (KV rows and Q heads).
+void rope_at_row_position(const InsertCase& c, std::int64_t row, float* row512);
+
 }  // namespace kvc::oracle

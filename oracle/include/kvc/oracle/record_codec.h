@@ -82,7 +82,4 @@ DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const Page
 std::string describe_field(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
                            const ByteLocation& loc, float fp8_scale = 1.0f);
 
-// Decodes a 16-bit value of the given dtype (bf16 or f16).
-float value16_to_float(std::uint16_t bits, DType dtype);
-
 }  // namespace kvc::oracle
