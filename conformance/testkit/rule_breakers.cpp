@@ -96,7 +96,7 @@ const std::vector<RuleBreaker>& rule_breakers() {
       {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy, [](C& c, O&) { return make_non_contiguous(c.q); }},
       {"QOutDtypeFloat32", ErrorCode::kQOutDtype, kContract, legacy, [](C& c, O&) { c.q_out.dtype = DType::kF32; return true; }},
       {"QOutHeadsOf256", ErrorCode::kQOutShape, kContract, legacy,
-       [](C& c, O&) { reshape(c.q_out, {c.num_rows(), c.q_out.rank() == 3 ? c.q_out.size(1) : 8, 256}); return true; }},
+       [](C& c, O&) { reshape(c.q_out, {c.num_rows(), c.padded_heads() > 0 ? c.padded_heads() : 8, 256}); return true; }},
       {"HeadPadding12", ErrorCode::kUnsupportedHeadPadding, kContract, packed_legacy,
        [](C& c, O& out) {
          reshape(c.q_out, {c.num_rows(), 12, kHeadDim});

@@ -94,11 +94,15 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
   }
 }
 
+void insert_kv_rows(const InsertCase& c, std::vector<std::uint8_t>& backing, const OracleOptions& o) {
+  const PagedCacheView view = PagedCacheView::of(c.cache, *format_of(c), c.kv.meta.dtype);
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) insert_kv_row(c, view, t, backing, o);
+}
+
 Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& o) {
   if (Status s = validate_kv_only_insert(c, o.level); !s.ok()) return s;
   if (Status s = validate_outputs(c, out); !s.ok()) return s;
-  const PagedCacheView view = PagedCacheView::of(c.cache, *format_of(c), c.kv.meta.dtype);
-  for (std::int64_t t = 0; t < c.num_inserted(); ++t) insert_kv_row(c, view, t, out.cache, o);
+  insert_kv_rows(c, out.cache, o);
   return Status::Ok();
 }
 

@@ -23,7 +23,7 @@ void put(std::vector<std::uint8_t>& out, const TensorMeta& meta, std::int64_t el
 }
 
 void packed_q_side(const InsertCase& c, std::vector<std::uint8_t>& q_out) {
-  const std::int64_t hp = c.q_out.rank() == 3 ? c.q_out.size(1) : 0;
+  const std::int64_t hp = c.padded_heads();
   const std::int64_t heads = c.q.meta.size(1);
   float e[kHeadDim];
   for (std::int64_t t = 0; t < c.num_rows(); ++t) {
@@ -74,8 +74,7 @@ Status legacy_insert(const InsertCase& c, InsertOutputs& out, const OracleOption
   const RecordFormat f = *format_of(c);
   if (is_packed(f)) packed_q_side(c, out.q_out);
   else full_cache_q_side(c, f, out.q_out);
-  const PagedCacheView view = PagedCacheView::of(c.cache, f, c.kv.meta.dtype);
-  for (std::int64_t t = 0; t < c.num_inserted(); ++t) insert_kv_row(c, view, t, out.cache, o);
+  insert_kv_rows(c, out.cache, o);
   return Status::Ok();
 }
 

@@ -23,13 +23,11 @@ bool is_index_vector(const HostTensor& t) {
 bool is_f32_scalar(const HostTensor& t) { return t.meta.dtype == DType::kF32 && t.meta.numel() == 1; }
 bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
 
-// Head count of the packed legacy q_out: 0 for the 1-D empty form.
-std::int64_t padded_heads(const InsertCase& c) { return c.q_out.rank() == 3 ? c.q_out.size(1) : 0; }
 
 bool legacy_rotates_q(const InsertCase& c, RecordFormat f) {
   if (c.op != InsertOp::kLegacy || c.q.meta.rank() != 3 || c.q.meta.size(1) == 0) return false;
   if (!is_packed(f)) return true;  // full-cache Q paths always rotate
-  return padded_heads(c) > 0 && c.apply_q_rope;
+  return c.padded_heads() > 0 && c.apply_q_rope;
 }
 
 Status check_inputs_cover(const InsertCase& c) {
@@ -120,7 +118,7 @@ Status check_contract(const InsertCase& c) {
       const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
       const bool padded = c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
       if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
-      const std::int64_t hp = padded_heads(c);
+      const std::int64_t hp = c.padded_heads();
       if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
         return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
       if (hp != 0 && hp < heads)

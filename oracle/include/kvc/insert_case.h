@@ -148,6 +148,8 @@ struct InsertCase {
 
   std::int64_t num_rows() const { return kv.meta.rank() >= 1 ? kv.meta.size(0) : 0; }
   std::int64_t num_inserted() const { return slots.meta.rank() >= 1 ? slots.meta.size(0) : 0; }
+  // Hp of the packed legacy op: q_out's head count, 0 for the 1-D empty q_out.
+  std::int64_t padded_heads() const { return q_out.rank() == 3 ? q_out.size(1) : 0; }
 };
 
 // The format a cache dtype and the kv_mxfp8 flag select; nothing for a dtype no format uses.

@@ -19,8 +19,10 @@ namespace kvc::oracle {
 // Validates (c.op must be kKvOnly), then inserts. Rejected cases write nothing.
 Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& options = {});
 
-// The KV side shared by both ops: encodes row t of an already validated case into `backing`.
-// A negative slot writes nothing.
+// The KV side shared by both ops: every row t < slots.size(0) of an already validated case.
+void insert_kv_rows(const InsertCase& c, std::vector<std::uint8_t>& backing, const OracleOptions& options);
+
+// One row of it: encodes row t into `backing`. A negative slot writes nothing.
 void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t row,
                    std::vector<std::uint8_t>& backing, const OracleOptions& options);
 
