@@ -14,7 +14,7 @@
 namespace kvc {
 namespace {
 
-using oracle::ValidationLevel;
+
 
 struct MatrixEntry {
   const testkit::RuleBreaker* breaker;

@@ -6,7 +6,7 @@
 namespace kvc::testkit {
 namespace {
 
-using oracle::ValidationLevel;
+
 constexpr auto kContract = ValidationLevel::kContract;
 constexpr auto kStrict = ValidationLevel::kStrict;
 
@@ -40,7 +40,7 @@ std::int64_t first_live_row(const InsertCase& c) {
 // The first row whose position the op reads, or -1.
 std::int64_t first_read_position(const InsertCase& c) {
   for (std::int64_t t = 0; t < c.num_rows(); ++t)
-    if (oracle::position_is_read(c, t)) return t;
+    if (position_is_read(c, t)) return t;
   return -1;
 }
 

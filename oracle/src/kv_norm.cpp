@@ -3,7 +3,7 @@
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/rms_norm.h"
-#include "kvc/oracle/validate.h"
+#include "kvc/validate.h"
 
 namespace kvc::oracle {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/oracle/validate.h"
+#include "kvc/validate.h"
 
 namespace kvc::oracle {
 

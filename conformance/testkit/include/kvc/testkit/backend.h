@@ -14,10 +14,22 @@
 
 namespace kvc::testkit {
 
+// Whether a backend can run a case, and if not why. An unsupported case is reported as skipped
+// with the reason, never as passed.
+struct Support {
+  bool supported = true;
+  std::string reason;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // The oracle supports every case; a kernel library says what it implements.
+  virtual Support supports(const InsertCase& c) const {
+    (void)c;
+    return {};
+  }
   // Runs the case into caller-provided outputs (backing prefilled by the caller). A rejected case
   // returns its error and must leave the outputs untouched.
   virtual Status run(const InsertCase& c, InsertOutputs& out) = 0;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kvc/insert_case.h"
-#include "kvc/oracle/validate.h"
+#include "kvc/validate.h"
 #include "kvc/status.h"
 
 namespace kvc::testkit {
@@ -19,7 +19,7 @@ namespace kvc::testkit {
 struct RuleBreaker {
   std::string name;  // "Fp8CacheWithoutScale": a test name
   ErrorCode code;
-  oracle::ValidationLevel level;  // the lowest level that rejects it
+  ValidationLevel level;  // the lowest level that rejects it
   // Whether the breaker applies to a case of this op and format (e.g. Hp rules need the packed
   // legacy op, scale rules the fp8 cache).
   std::function<bool(InsertOp, RecordFormat)> applies;

@@ -1,12 +1,12 @@
 // validate.cpp: the rules of SPEC.md §5 (see validate.h).
-#include "kvc/oracle/validate.h"
+#include "kvc/validate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <unordered_map>
 
-namespace kvc::oracle {
+namespace kvc {
 namespace {
 
 std::string shape_string(const TensorMeta& m) {
@@ -164,7 +164,7 @@ Status check_memory_safety(const InsertCase& c) {
   return Status::Ok();
 }
 
-Status check_strict(const InsertCase& c) {
+Status check_strict(const InsertCase& c, ValueAccess access) {
   const RecordLayout& layout = layout_of(*format_of(c));
   const CacheGeometry& g = c.cache;
   if (layout.paged_regions) {
@@ -187,6 +187,7 @@ Status check_strict(const InsertCase& c) {
   for (const Aligned& a : checks)
     if (!aligned(a.bytes)) return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
 
+  if (access == ValueAccess::kMetadataOnly) return Status::Ok();
   std::unordered_map<std::int64_t, std::int64_t> first_token_of_slot;
   for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
     const std::int64_t s = c.slots.load<std::int64_t>(t);
@@ -207,13 +208,16 @@ Status check_strict(const InsertCase& c) {
   return Status::Ok();
 }
 
-Status validate(const InsertCase& c, ValidationLevel level) {
-  if (Status s = check_inputs_cover(c); !s.ok()) return s;
+Status validate(const InsertCase& c, ValidationLevel level, ValueAccess access) {
+  const bool values = access == ValueAccess::kMetadataAndValues;
+  if (values) {
+    if (Status s = check_inputs_cover(c); !s.ok()) return s;
+  }
   if (Status s = check_contract(c); !s.ok()) return s;
   if (level == ValidationLevel::kStrict) {
-    if (Status s = check_strict(c); !s.ok()) return s;
+    if (Status s = check_strict(c, access); !s.ok()) return s;
   }
-  return check_memory_safety(c);
+  return values ? check_memory_safety(c) : Status::Ok();
 }
 
 }  // namespace
@@ -224,17 +228,19 @@ bool position_is_read(const InsertCase& c, std::int64_t row) {
   return row < c.num_inserted() && c.slots.load<std::int64_t>(row) >= 0;
 }
 
-Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level) {
+Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level, ValueAccess access) {
   if (c.op != InsertOp::kKvOnly) return Error(ErrorCode::kQShape, "case is not a KV-only insert");
-  return validate(c, level);
+  return validate(c, level, access);
 }
 
-Status validate_legacy_insert(const InsertCase& c, ValidationLevel level) {
+Status validate_legacy_insert(const InsertCase& c, ValidationLevel level, ValueAccess access) {
   if (c.op != InsertOp::kLegacy) return Error(ErrorCode::kQShape, "case is not a legacy insert");
-  return validate(c, level);
+  return validate(c, level, access);
 }
 
-Status validate_insert(const InsertCase& c, ValidationLevel level) { return validate(c, level); }
+Status validate_insert(const InsertCase& c, ValidationLevel level, ValueAccess access) {
+  return validate(c, level, access);
+}
 
 Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
   if (c.cache.offset_bytes < 0 || c.cache.num_blocks < 0 ||
@@ -260,17 +266,18 @@ Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
   return Status::Ok();
 }
 
-Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight) {
+Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight, ValueAccess access) {
+  const bool values = access == ValueAccess::kMetadataAndValues;
   if (!kv.present || kv.meta.dtype != DType::kBF16) return Error(ErrorCode::kKvDtype, "kv_norm takes bf16 rows");
   if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(kv.meta));
   if (!kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous);
-  if (static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes()) return Error(ErrorCode::kInputTooSmall, "kv");
+  if (values && static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes()) return Error(ErrorCode::kInputTooSmall, "kv");
   if (!weight.present || weight.meta.dtype != DType::kBF16 || weight.meta.rank() != 1 ||
       weight.meta.size(0) != kHeadDim || !weight.meta.contiguous() ||
-      static_cast<std::int64_t>(weight.bytes.size()) < weight.meta.span_bytes())
+      (values && static_cast<std::int64_t>(weight.bytes.size()) < weight.meta.span_bytes()))
     return Error(ErrorCode::kNormWeightInvalid);
   if (kv.meta.device != weight.meta.device) return Error(ErrorCode::kDeviceMismatch);
   return Status::Ok();
 }
 
-}  // namespace kvc::oracle
+}  // namespace kvc

@@ -12,23 +12,34 @@
 #include "kvc/insert_case.h"
 #include "kvc/status.h"
 
-namespace kvc::oracle {
+namespace kvc {
 
 enum class ValidationLevel : std::uint8_t { kContract = 0, kStrict = 1 };
 
-Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level);
-Status validate_legacy_insert(const InsertCase& c, ValidationLevel level);
+// What the validator may read. The oracle and the test harness hold every tensor's bytes on the
+// host and check values too (slot and position ranges, duplicate slots, scale values, buffer
+// coverage). A kernel wrapper sees device pointers: reading values would cost a device-to-host
+// copy and a synchronisation per call (and break graph capture), so it checks metadata only, and
+// its kernels skip, on the device, any slot or position outside the cache or the cos/sin table.
+enum class ValueAccess : std::uint8_t { kMetadataAndValues = 0, kMetadataOnly = 1 };
+
+Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level,
+                               ValueAccess access = ValueAccess::kMetadataAndValues);
+Status validate_legacy_insert(const InsertCase& c, ValidationLevel level,
+                              ValueAccess access = ValueAccess::kMetadataAndValues);
 // Dispatches on c.op.
-Status validate_insert(const InsertCase& c, ValidationLevel level);
+Status validate_insert(const InsertCase& c, ValidationLevel level,
+                       ValueAccess access = ValueAccess::kMetadataAndValues);
 
 // The caller's output buffers against the case (harness rules 301/302).
 Status validate_outputs(const InsertCase& c, const InsertOutputs& out);
 
 // Standalone kv_norm: kv [N, 512] bf16 contiguous, weight [512] bf16 contiguous.
-Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight);
+Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight,
+                        ValueAccess access = ValueAccess::kMetadataAndValues);
 
 // Rows whose position the op reads (KV rows with a slot >= 0, and every Q row the op rotates).
 // Used by the strict position rule and by generators that must keep positions in range.
 bool position_is_read(const InsertCase& c, std::int64_t row);
 
-}  // namespace kvc::oracle
+}  // namespace kvc
