@@ -3,8 +3,9 @@
 # nothing when everything is already present. nvcc is not installed here: CUDA is optional.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev libeigen3-dev
-          nlohmann-json3-dev libcli11-dev libssl-dev)
+# libdlpack-dev: the C kernel ABI (kernels/abi); libbenchmark-dev: kvconform-bench.
+packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev libeigen3-dev nlohmann-json3-dev
+          libcli11-dev libssl-dev libdlpack-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# The test command: installs missing dependencies, configures, builds, and runs every test that
-# needs no GPU (labels cpu, exhaustive, fuzz, golden). GPU tests are excluded here; on a machine
-# without a GPU they would only report as skipped.
+# The test command: installs missing dependencies, then
+#   1. configures and builds preset `default` (CUDA code compiled when nvcc is present) with
+#      warnings as errors, and runs every test of that tree that needs no GPU (test preset
+#      `default`: labels cpu, exhaustive, fuzz, golden, slow). GPU tests are excluded; on a
+#      machine without a GPU they would only report as skipped;
+#   2. builds preset `sanitize` (CPU only, AddressSanitizer + UndefinedBehaviorSanitizer) and runs
+#      its tests without the exhaustive and slow labels (test preset `sanitize`): any finding
+#      fails the run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-kvc_configure_and_build default
-ctest --preset cpu
+
+kvc_configure_and_build default -DKVC_WERROR=ON
+ctest --preset default
+
+echo
+echo "== sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer (build/sanitize) =="
+kvc_configure_and_build sanitize -DKVC_WERROR=ON
+ctest --preset sanitize

@@ -1,5 +1,6 @@
-# CUDA detection. KVC_CUDA=AUTO enables CUDA when nvcc is found, ON requires it, OFF never looks.
-# Nothing on the CPU side depends on the outcome: the oracle, testkit and CPU tests build either way.
+# CUDA detection. KVC_CUDA=AUTO enables CUDA when nvcc is found, ON requires it, OFF never looks
+# (neither for nvcc nor for the toolkit's headers). Nothing on the CPU side depends on the outcome:
+# the oracle, testkit and CPU tests build either way.
 include_guard(GLOBAL)
 set(KVC_CUDA "AUTO" CACHE STRING "Build CUDA kernels: AUTO, ON or OFF")
 set_property(CACHE KVC_CUDA PROPERTY STRINGS AUTO ON OFF)
@@ -20,10 +21,14 @@ if(NOT KVC_CUDA STREQUAL "OFF")
 endif()
 
 # The CUDA headers alone (cuda_fp8.h, cuda_bf16.h) are usable from host code; the exhaustive
-# primitive tests compare against their host conversion paths when present.
-find_package(CUDAToolkit QUIET)
+# primitive tests compare against their host conversion paths when present (and skip loudly when
+# not). KVC_CUDA=OFF means OFF: no compiler check and no toolkit search either, so the `cpu`
+# preset configures identically on a machine with and without CUDA installed.
 set(KVC_HAVE_CUDA_HEADERS OFF)
-if(CUDAToolkit_FOUND AND EXISTS "${CUDAToolkit_INCLUDE_DIRS}/cuda_fp8.h")
-  set(KVC_HAVE_CUDA_HEADERS ON)
+if(NOT KVC_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND EXISTS "${CUDAToolkit_INCLUDE_DIRS}/cuda_fp8.h")
+    set(KVC_HAVE_CUDA_HEADERS ON)
+  endif()
 endif()
 message(STATUS "kvconform: CUDA kernels ${KVC_HAVE_CUDA}, CUDA headers for host checks ${KVC_HAVE_CUDA_HEADERS}")

@@ -1,4 +1,4 @@
-// validate.cpp: the rules of SPEC.md §5 (see validate.h).
+// validate.cpp: the rules of docs/contract.md §5 (see validate.h).
 #include "kvc/validate.h"
 
 #include <algorithm>
@@ -23,6 +23,73 @@ bool is_index_vector(const HostTensor& t) {
 bool is_f32_scalar(const HostTensor& t) { return t.meta.dtype == DType::kF32 && t.meta.numel() == 1; }
 bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
 
+// Why a tensor's metadata is not well formed (TensorMeta::well_formed), or "" when it is.
+std::string meta_defect(const TensorMeta& m) {
+  if (m.sizes.size() != m.strides.size())
+    return std::to_string(m.sizes.size()) + " sizes but " + std::to_string(m.strides.size()) + " strides";
+  if (dtype_size(m.dtype) == 0) return "unknown dtype code " + std::to_string(static_cast<int>(m.dtype));
+  if (m.offset_bytes < 0) return "offset_bytes " + std::to_string(m.offset_bytes);
+  for (int d = 0; d < m.rank(); ++d) {
+    if (m.size(d) < 0) return "size(" + std::to_string(d) + ") " + std::to_string(m.size(d));
+    if (m.stride(d) < 0) return "stride(" + std::to_string(d) + ") " + std::to_string(m.stride(d));
+  }
+  if (!m.checked_span_bytes()) return shape_string(m) + ": element count or byte extent past int64";
+  return {};
+}
+
+// Every tensor argument of the case's op, well formed, before anything computes an extent from
+// it (the coverage and contiguity rules, the oracle's addressing).
+Status check_metadata_well_formed(const InsertCase& c) {
+  const HostTensor* tensors[] = {&c.kv, &c.slots, &c.positions, &c.cos_sin, &c.fp8_scale,
+                                 &c.q, &c.q_scale_inv, &c.kv_norm_weight};
+  const char* names[] = {"kv", "slot_mapping", "position_ids", "cos_sin_cache", "fp8_scale",
+                         "q", "q_scale_inv", "kv_norm_weight"};
+  for (std::size_t i = 0; i < std::size(tensors); ++i) {
+    if (!tensors[i]->present) continue;
+    if (const std::string why = meta_defect(tensors[i]->meta); !why.empty())
+      return Error(ErrorCode::kTensorMetaInvalid, std::string(names[i]) + ": " + why);
+  }
+  if (c.op == InsertOp::kLegacy) {
+    if (const std::string why = meta_defect(c.q_out); !why.empty())
+      return Error(ErrorCode::kTensorMetaInvalid, "q_out: " + why);
+  }
+  return Status::Ok();
+}
+
+// One past the last byte of the backing the cache view can touch: the end of the last page's
+// records (which a page stride below the dense page makes reach past num_blocks * stride), or
+// num_blocks * page stride, whichever is larger. Nothing on int64 overflow.
+CheckedI64 cache_view_end(const CacheGeometry& g, const RecordLayout& l) {
+  const CheckedI64 backing = g.checked_backing_bytes();
+  if (g.num_blocks == 0 || !backing) return backing;
+  const CheckedI64 last_page = checked_mul_add(g.num_blocks - 1, g.checked_page_stride_bytes(), g.offset_bytes);
+  const CheckedI64 records_end =
+      l.paged_regions
+          ? checked_add(last_page, checked_mul(g.block_size, std::int64_t{l.record_bytes()}))
+          : checked_add(checked_mul_add(g.block_size - 1, g.checked_token_stride_bytes(), last_page), std::int64_t{l.data_bytes});
+  if (!records_end) return std::nullopt;
+  return std::max(*backing, *records_end);
+}
+
+// The cache view's numbers, before anything addresses a record with them: no negative count,
+// stride or offset, and every product the ops and the rules form (capacity, page and token
+// strides in bytes, dense page, the view's end) inside int64. block_size > 0 is checked before.
+Status check_cache_geometry(const CacheGeometry& g, const RecordLayout& l) {
+  struct Named { const char* what; std::int64_t value; };
+  for (const Named& n : {Named{"num_blocks", g.num_blocks}, Named{"offset_bytes", g.offset_bytes},
+                         Named{"stride(0)", g.stride0}, Named{"stride(1)", g.stride1}})
+    if (n.value < 0) return Error(ErrorCode::kCacheGeometryInvalid, std::string(n.what) + " " + std::to_string(n.value));
+  const CheckedI64 products[] = {checked_mul(g.num_blocks, g.block_size), g.checked_page_stride_bytes(),
+                                 checked_mul(g.block_size, std::int64_t{l.record_bytes()}),
+                                 checked_mul(CheckedI64{g.block_size}, g.checked_token_stride_bytes()),
+                                 cache_view_end(g, l)};
+  for (const CheckedI64& p : products)
+    if (!p)
+      return Error(ErrorCode::kCacheGeometryInvalid, std::to_string(g.num_blocks) + " blocks x " + std::to_string(g.block_size) +
+                                                         ", strides (" + std::to_string(g.stride0) + ", " + std::to_string(g.stride1) +
+                                                         "), offset " + std::to_string(g.offset_bytes) + ": an extent past int64");
+  return Status::Ok();
+}
 
 bool legacy_rotates_q(const InsertCase& c, RecordFormat f) {
   if (c.op != InsertOp::kLegacy || c.q.meta.rank() != 3 || c.q.meta.size(1) == 0) return false;
@@ -38,8 +105,7 @@ Status check_inputs_cover(const InsertCase& c) {
   for (std::size_t i = 0; i < std::size(tensors); ++i) {
     const HostTensor& t = *tensors[i];
     if (!t.present) continue;
-    if (t.meta.sizes.size() != t.meta.strides.size() ||
-        static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes() || t.meta.offset_bytes < 0)
+    if (static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes())  // metadata already well formed
       return Error(ErrorCode::kInputTooSmall, std::string(names[i]) + " " + shape_string(t.meta) +
                                                    " needs " + std::to_string(t.meta.span_bytes()) +
                                                    " bytes, has " + std::to_string(t.bytes.size()));
@@ -107,6 +173,7 @@ Status check_contract(const InsertCase& c) {
     if (!is_f32_scalar(c.fp8_scale))
       return Error(ErrorCode::kFp8ScaleShape, std::to_string(c.fp8_scale.meta.numel()) + " elements");
   }
+  if (Status s = check_cache_geometry(c.cache, layout); !s.ok()) return s;
   if (layout.paged_regions && c.cache.page_stride_bytes() > kMaxPackedPageStride)
     return Error(ErrorCode::kPageStrideTooLarge, std::to_string(c.cache.page_stride_bytes()) + " bytes");
 
@@ -210,6 +277,9 @@ Status check_strict(const InsertCase& c, ValueAccess access) {
 
 Status validate(const InsertCase& c, ValidationLevel level, ValueAccess access) {
   const bool values = access == ValueAccess::kMetadataAndValues;
+  if (c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy)
+    return Error(ErrorCode::kWrongOp, "op code " + std::to_string(static_cast<int>(c.op)));
+  if (Status s = check_metadata_well_formed(c); !s.ok()) return s;
   if (values) {
     if (Status s = check_inputs_cover(c); !s.ok()) return s;
   }
@@ -229,12 +299,12 @@ bool position_is_read(const InsertCase& c, std::int64_t row) {
 }
 
 Status validate_kv_only_insert(const InsertCase& c, ValidationLevel level, ValueAccess access) {
-  if (c.op != InsertOp::kKvOnly) return Error(ErrorCode::kQShape, "case is not a KV-only insert");
+  if (c.op != InsertOp::kKvOnly) return Error(ErrorCode::kWrongOp, "case is not a KV-only insert");
   return validate(c, level, access);
 }
 
 Status validate_legacy_insert(const InsertCase& c, ValidationLevel level, ValueAccess access) {
-  if (c.op != InsertOp::kLegacy) return Error(ErrorCode::kQShape, "case is not a legacy insert");
+  if (c.op != InsertOp::kLegacy) return Error(ErrorCode::kWrongOp, "case is not a legacy insert");
   return validate(c, level, access);
 }
 
@@ -243,32 +313,36 @@ Status validate_insert(const InsertCase& c, ValidationLevel level, ValueAccess a
 }
 
 Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
-  if (c.cache.offset_bytes < 0 || c.cache.num_blocks < 0 ||
-      static_cast<std::int64_t>(out.cache.size()) < c.cache.backing_bytes())
-    return Error(ErrorCode::kBackingTooSmall, std::to_string(out.cache.size()) + " bytes, view needs " +
-                                                  std::to_string(c.cache.backing_bytes()));
+  // Callable on an unvalidated case too: the geometry and q_out are checked before any extent is
+  // formed from them.
+  const auto format = format_of(c);
+  if (!format) return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
+  if (c.cache.block_size <= 0)
+    return Error(ErrorCode::kBlockSizeNonPositive, "size(1) " + std::to_string(c.cache.block_size));
+  const RecordLayout& layout = layout_of(*format);
+  if (Status s = check_cache_geometry(c.cache, layout); !s.ok()) return s;
   // A page stride below the dense page (allowed at the contract level) makes the last page's
   // records reach past num_blocks * stride: the backing must hold them too.
-  if (const auto format = format_of(c); format && c.cache.num_blocks > 0) {
-    const RecordLayout& layout = layout_of(*format);
-    const std::int64_t last_page = c.cache.offset_bytes + (c.cache.num_blocks - 1) * c.cache.page_stride_bytes();
-    const std::int64_t reach = layout.paged_regions
-                                   ? last_page + layout.dense_page_bytes(c.cache.block_size)
-                                   : last_page + (c.cache.block_size - 1) * c.cache.token_stride_bytes() + layout.data_bytes;
-    if (static_cast<std::int64_t>(out.cache.size()) < reach)
-      return Error(ErrorCode::kBackingTooSmall, "records reach byte " + std::to_string(reach) + " of " +
-                                                    std::to_string(out.cache.size()));
+  const std::int64_t end = *cache_view_end(c.cache, layout);
+  if (static_cast<std::int64_t>(out.cache.size()) < end)
+    return Error(ErrorCode::kBackingTooSmall, std::to_string(out.cache.size()) + " bytes, the view reaches byte " + std::to_string(end));
+  if (c.op == InsertOp::kLegacy) {
+    if (const std::string why = meta_defect(c.q_out); !why.empty()) return Error(ErrorCode::kTensorMetaInvalid, "q_out: " + why);
+    if (static_cast<std::int64_t>(out.q_out.size()) < c.q_out.span_bytes())
+      return Error(ErrorCode::kOutputTooSmall, std::to_string(out.q_out.size()) + " bytes, q_out needs " +
+                                                   std::to_string(c.q_out.span_bytes()));
   }
-  if (c.op == InsertOp::kLegacy && c.q_out.sizes.size() == c.q_out.strides.size() &&
-      static_cast<std::int64_t>(out.q_out.size()) < c.q_out.span_bytes())
-    return Error(ErrorCode::kOutputTooSmall, std::to_string(out.q_out.size()) + " bytes, q_out needs " +
-                                                 std::to_string(c.q_out.span_bytes()));
   return Status::Ok();
 }
 
 Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight, ValueAccess access) {
   const bool values = access == ValueAccess::kMetadataAndValues;
   if (!kv.present || kv.meta.dtype != DType::kBF16) return Error(ErrorCode::kKvDtype, "kv_norm takes bf16 rows");
+  if (const std::string why = meta_defect(kv.meta); !why.empty()) return Error(ErrorCode::kTensorMetaInvalid, "kv: " + why);
+  if (weight.present) {
+    if (const std::string why = meta_defect(weight.meta); !why.empty())
+      return Error(ErrorCode::kTensorMetaInvalid, "kv_norm weight: " + why);
+  }
   if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(kv.meta));
   if (!kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous);
   if (values && static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes()) return Error(ErrorCode::kInputTooSmall, "kv");

@@ -1,4 +1,4 @@
-// contract.h: the numeric contract's constants and the record-format table (SPEC.md §1, §3).
+// contract.h: the numeric contract's constants and the record-format table (docs/contract.md §1, §3).
 //
 // This is the vocabulary every part of kvconform speaks: the oracle, the kernels, the testkit and
 // the fuzzers include it; it holds plain data only, no arithmetic. A number that appears in the
@@ -11,7 +11,10 @@
 
 namespace kvc {
 
-inline constexpr int kContractVersion = 1;
+// Version 2 (docs/contract.md, "Changes from version 1"): bf16_512 NoPE dims are stored through
+// bf() (NaN -> 0x7FFF), the legacy op reads q_in interleaved when it writes q_out interleaved, and
+// the approximate-rsqrt allowance is stated on r. Case files record the version they were made under.
+inline constexpr int kContractVersion = 2;
 
 inline constexpr int kHeadDim = 512;   // bf16 per KV row / per Q head
 inline constexpr int kNopeDim = 448;   // dims [0, 448) are never rotated
@@ -34,6 +37,13 @@ inline constexpr int kTokenCutoff = 1024;  // legacy grid switch; bytes must not
 inline constexpr std::array<int, 6> kSupportedHeadPadding = {0, 8, 16, 32, 64, 128};
 inline constexpr std::int64_t kMaxPackedPageStride = (std::int64_t{1} << 31) - 1;
 inline constexpr int kAlignment = 16;  // bytes: vector loads/stores of the kernels
+
+// How a kernel computes the r = rsqrt(...) of an RMSNorm row (docs/contract.md §2, §6). The contract
+// is correctly rounded; a kernel that uses the hardware approximation declares kApproximate and
+// each of its norm rows must then equal the oracle's bytes for that row computed with some r'
+// within kApproxRsqrtMaxUlps fp32 ulps of the correctly rounded r.
+enum class RsqrtMode : std::uint8_t { kCorrectlyRounded = 0, kApproximate = 1 };
+inline constexpr int kApproxRsqrtMaxUlps = 2;
 
 // The four cache formats. Stable numbering: it is written into case files.
 enum class RecordFormat : std::uint8_t {

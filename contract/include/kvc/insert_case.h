@@ -11,12 +11,18 @@
 #include <optional>
 #include <vector>
 
+#include "kvc/checked_math.h"
 #include "kvc/contract.h"
 
 namespace kvc {
 
 // Shape and placement of one tensor argument. Strides are in elements. Buffers are modelled as
 // 16-byte aligned allocations with element 0 at `offset_bytes`, so misalignment is expressible.
+//
+// The metadata may come from a case file or a hostile caller: nothing here assumes it is sane.
+// well_formed() is the precondition the validators establish first (docs/contract.md §5); the
+// extent helpers are checked (no result on int64 overflow) and the plain numel()/span_bytes()
+// saturate at INT64_MAX instead of overflowing, so even an unvalidated call is never undefined.
 struct TensorMeta {
   DType dtype = DType::kU8;
   std::vector<std::int64_t> sizes;
@@ -27,25 +33,47 @@ struct TensorMeta {
   int rank() const { return static_cast<int>(sizes.size()); }
   std::int64_t size(int d) const { return sizes[static_cast<std::size_t>(d)]; }
   std::int64_t stride(int d) const { return strides[static_cast<std::size_t>(d)]; }
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (std::int64_t s : sizes) n *= s;
+
+  CheckedI64 checked_numel() const {
+    for (std::int64_t s : sizes)
+      if (s == 0) return std::int64_t{0};  // empty whatever the other sizes are
+    CheckedI64 n = std::int64_t{1};
+    for (std::int64_t s : sizes) n = checked_mul(n, CheckedI64{s});
     return n;
   }
+  // Bytes from the start of the buffer to one past the last element (offset_bytes when empty);
+  // nothing for mismatched lengths, a negative size or an overflow.
+  CheckedI64 checked_span_bytes() const {
+    if (sizes.size() != strides.size()) return std::nullopt;
+    for (std::int64_t s : sizes)
+      if (s < 0) return std::nullopt;  // no extent; also keeps size - 1 below from overflowing
+    const CheckedI64 n = checked_numel();
+    if (!n) return std::nullopt;
+    if (*n == 0) return offset_bytes;
+    CheckedI64 last = std::int64_t{0};
+    for (int d = 0; d < rank(); ++d) last = checked_mul_add(size(d) - 1, stride(d), last);
+    return checked_mul_add(checked_add(last, std::int64_t{1}), std::int64_t{dtype_size(dtype)}, offset_bytes);
+  }
+  // Sizes and strides of one length, no negative size, stride or offset, a known dtype, and an
+  // element count and byte extent that fit in int64. torch never produces anything else.
+  bool well_formed() const {
+    if (sizes.size() != strides.size() || offset_bytes < 0 || dtype_size(dtype) == 0) return false;
+    for (std::size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] < 0 || strides[d] < 0) return false;
+    return checked_span_bytes().has_value();
+  }
+
+  std::int64_t numel() const { return checked_numel().value_or(INT64_MAX); }
+  std::int64_t span_bytes() const { return checked_span_bytes().value_or(INT64_MAX); }
+  // Row-major with no gaps (dims of size 1 may have any stride). False for mismatched lengths.
   bool contiguous() const {
-    std::int64_t expected = 1;
+    if (sizes.size() != strides.size()) return false;
+    CheckedI64 expected = std::int64_t{1};
     for (int d = rank() - 1; d >= 0; --d) {
-      if (size(d) != 1 && stride(d) != expected) return false;
-      expected *= size(d);
+      if (size(d) != 1 && (!expected || stride(d) != *expected)) return false;
+      expected = checked_mul(expected, CheckedI64{size(d)});
     }
     return true;
-  }
-  // Bytes from the start of the buffer to one past the last element.
-  std::int64_t span_bytes() const {
-    if (numel() == 0) return offset_bytes;
-    std::int64_t last = 0;
-    for (int d = 0; d < rank(); ++d) last += (size(d) - 1) * stride(d);
-    return offset_bytes + (last + 1) * dtype_size(dtype);
   }
 };
 
@@ -89,7 +117,8 @@ inline HostTensor make_tensor(DType dtype, std::vector<std::int64_t> sizes) {
 template <typename T>
 HostTensor make_tensor_from(DType dtype, const std::vector<T>& values, std::vector<std::int64_t> sizes) {
   HostTensor t = make_tensor(dtype, std::move(sizes));
-  std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(T));
+  // An empty vector's data() may be null, and memcpy from null is undefined even for 0 bytes.
+  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), values.size() * sizeof(T));
   return t;
 }
 
@@ -107,10 +136,15 @@ struct CacheGeometry {
   int device = 0;
 
   std::int64_t element_bytes() const { return dtype_size(dtype); }
-  std::int64_t page_stride_bytes() const { return stride0 * element_bytes(); }
-  std::int64_t token_stride_bytes() const { return stride1 * element_bytes(); }
+  CheckedI64 checked_page_stride_bytes() const { return checked_mul(stride0, element_bytes()); }
+  CheckedI64 checked_token_stride_bytes() const { return checked_mul(stride1, element_bytes()); }
+  CheckedI64 checked_backing_bytes() const { return checked_mul_add(num_blocks, checked_page_stride_bytes(), offset_bytes); }
+  // Plain forms for validated geometry (validate.h rejects one whose extents overflow); they
+  // saturate at INT64_MAX rather than overflow if called on anything else.
+  std::int64_t page_stride_bytes() const { return checked_page_stride_bytes().value_or(INT64_MAX); }
+  std::int64_t token_stride_bytes() const { return checked_token_stride_bytes().value_or(INT64_MAX); }
   // Size of a backing that holds every page, padding included.
-  std::int64_t backing_bytes() const { return offset_bytes + num_blocks * page_stride_bytes(); }
+  std::int64_t backing_bytes() const { return checked_backing_bytes().value_or(INT64_MAX); }
 };
 
 enum class InsertOp : std::uint8_t {
@@ -142,7 +176,7 @@ struct InsertCase {
   bool apply_q_rope = true;    // packed legacy only; the full-cache Q paths always rotate
   bool q_interleaved = false;  // packed legacy only
 
-  // kv_norm fused in front of the KV-only insert (SPEC.md §4): present weight enables it.
+  // kv_norm fused in front of the KV-only insert (docs/contract.md §4): present weight enables it.
   HostTensor kv_norm_weight;  // [512] bf16
   float kv_norm_eps = 1e-6f;
 

@@ -1,9 +1,11 @@
 // status.h: error codes with stable numbers, and the Status every op and backend returns.
 //
-// Every validation rule of SPEC.md §5 has one code here. The numbers never change and never get
-// reused (case files and reports store them); a new rule takes a new number. 1xx: rules the
-// upstream ops check ("contract"); 2xx: rules they do not check, where a violation is memory
-// corruption or a race ("strict"); 3xx: the caller's buffers do not fit the case (harness).
+// Every validation rule of docs/contract.md §5 has one code here. The numbers never change and
+// never get reused (case files and reports store them); a new rule takes a new number. 1xx: rules
+// the upstream ops check ("contract"), plus 128-130, which reject calls that torch cannot even
+// express (a case meant for the other op, malformed tensor metadata, a cache view whose addresses
+// overflow) and so apply at every level; 2xx: rules they do not check, where a violation is
+// memory corruption or a race ("strict"); 3xx: the caller's buffers do not fit the case (harness).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,9 @@ namespace kvc {
   X(kHeadPaddingBelowHeads,            125, "padded head count must be >= the number of heads")            \
   X(kQScaleShape,                      126, "q fp8 reciprocal scale must be exactly one float32")          \
   X(kNormWeightInvalid,                127, "kv_norm weight must be contiguous bfloat16 [512]")            \
+  X(kWrongOp,                          128, "the case is for the other op (or names no op)")               \
+  X(kTensorMetaInvalid,                129, "tensor metadata is malformed: rank, sign, dtype or an int64 overflow") \
+  X(kCacheGeometryInvalid,             130, "cache geometry is malformed: a negative value or an int64 overflow") \
   X(kPageStrideBelowDense,             201, "page stride is smaller than the dense page")                  \
   X(kMisaligned,                       202, "a base address or stride is not 16-byte aligned")             \
   X(kSlotOutOfRange,                   203, "a slot lies beyond num_blocks * block_size")                  \

@@ -1,4 +1,4 @@
-// validate.h: the validation rules of SPEC.md §5, one entry point per op.
+// validate.h: the validation rules of docs/contract.md §5, one entry point per op.
 //
 // Two levels. kContract applies the rules the upstream ops check (dtype, rank, contiguity, widths,
 // row counts, scale presence, head padding). kStrict adds the rules they do not check, where a
@@ -7,6 +7,15 @@
 // Every rejection names its rule by a stable ErrorCode; the first violated rule wins, in the order
 // the upstream op checks them. The harness rules (3xx) always apply: buffers that do not cover the
 // case are rejected before anything is read.
+//
+// Hostile metadata (a case file or caller can say anything) is rejected at every level and with
+// either ValueAccess, before any extent is computed from it: an op code that is not the entry
+// point's (kWrongOp), tensor metadata that is not TensorMeta::well_formed() (kTensorMetaInvalid:
+// sizes and strides of different lengths, a negative size, stride or offset, an unknown dtype,
+// an extent past int64), and a cache view with a negative num_blocks, stride or offset or an
+// address computation past int64 (kCacheGeometryInvalid). Validation itself never reads out of
+// bounds or overflows, whatever the input; an accepted case keeps every write of the oracle inside
+// the caller's buffers.
 #pragma once
 
 #include "kvc/insert_case.h"
@@ -31,7 +40,8 @@ Status validate_legacy_insert(const InsertCase& c, ValidationLevel level,
 Status validate_insert(const InsertCase& c, ValidationLevel level,
                        ValueAccess access = ValueAccess::kMetadataAndValues);
 
-// The caller's output buffers against the case (harness rules 301/302).
+// The caller's output buffers against the case (harness rules 301/302). Safe on an unvalidated
+// case: it checks the cache geometry and q_out's metadata before forming extents from them.
 Status validate_outputs(const InsertCase& c, const InsertOutputs& out);
 
 // Standalone kv_norm: kv [N, 512] bf16 contiguous, weight [512] bf16 contiguous.
