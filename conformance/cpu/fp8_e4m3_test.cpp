@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "kvc/contract.h"
+#include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/fp8_e4m3.h"
 
 namespace kvc::oracle {
@@ -41,6 +43,9 @@ TEST(Fp8E4m3, EveryFiniteCodeRoundTrips) {
 
 TEST(Fp8E4m3, ContractEdgeValues) {
   EXPECT_EQ(e4m3_encode(NAN), kE4m3NegMax) << "NaN passes the clamp as -448";
+  for (std::uint32_t signaling : {0x7F800001u, 0x7FBFFFFFu, 0xFF800001u, 0xFFBFFFFFu})
+    EXPECT_EQ(e4m3_encode(float_of(signaling)), kE4m3NegMax)
+        << "signaling NaN 0x" << std::hex << signaling << " passes the clamp as -448 too (device fmaxf)";
   EXPECT_EQ(e4m3_encode(-NAN), kE4m3NegMax);
   EXPECT_EQ(e4m3_encode_raw(NAN), 0x7F) << "the raw conversion keeps NaN";
   EXPECT_EQ(e4m3_encode(-0.0f), 0x80) << "signed zero is kept";

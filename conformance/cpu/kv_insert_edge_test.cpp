@@ -1,4 +1,4 @@
-// kv_insert_edge_test.cpp: the edge values of SPEC.md §3.7 through the whole KV path, every
+// kv_insert_edge_test.cpp: the edge values of docs/contract.md §3.6-3.7 through the whole KV path, every
 // expected byte derived by hand in the table below (not by the oracle's encoder).
 //
 // Packed formats: block k (64 dims for packed584, 32 for packed528) gets one crafted content.
@@ -11,6 +11,7 @@
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/kv_insert.h"
+#include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/record_codec.h"
 #include "kvc/testkit/backing.h"
 #include "kvc/testkit/case_builder.h"
@@ -114,21 +115,125 @@ TEST(KvInsertEdgeValues, Fp8FullCacheClampsAndKeepsSign) {
   for (int d = 0; d < 6; ++d) EXPECT_EQ(out.cache[data + d], expected[d]) << "dim " << d;
 }
 
-TEST(KvInsertEdgeValues, Bf16FullCacheKeepsNopeBitsAndRoundsRope) {
-  std::vector<std::uint16_t> row(kHeadDim, 0x3F80);
-  row[0] = 0x7FC1;       // NaN with payload: NoPE dims keep the input bits
-  row[1] = 0x0001;       // subnormal kept
-  row[kNopeDim] = 0xFFC3;  // NaN in a RoPE dim: fma gives NaN, bf() makes it the canonical 0x7FFF
-  const InsertCase c = edge_case(RecordFormat::kBf16_512, row);
+// A one-token case at slot 1 of a 2-slot page with the given cos/sin row at position 0.
+InsertCase edge_case_with_table(RecordFormat f, const std::vector<std::uint16_t>& row, float cos_all, float sin_all) {
+  InsertCase c = edge_case(f, row);
+  for (int j = 0; j < kRopePairs; ++j) {
+    c.cos_sin.store<float>(j, cos_all);
+    c.cos_sin.store<float>(kRopePairs + j, sin_all);
+  }
+  return c;
+}
+
+// The record bytes of slot 1, and a check that slot 0 and everything else kept the canary.
+std::vector<std::uint8_t> record_of_slot1(const InsertCase& c, const InsertOutputs& out) {
+  const oracle::PagedCacheView v = oracle::PagedCacheView::of(c.cache, *format_of(c));
+  const std::int64_t data = oracle::token_data_offset(v, 1);
+  const int n = v.layout().data_bytes;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(out.cache.size()); ++i) {
+    if (i < data || i >= data + n) {
+      EXPECT_EQ(out.cache[static_cast<std::size_t>(i)], testkit::kCanary) << "byte " << i << " outside the record";
+    }
+  }
+  return std::vector<std::uint8_t>(out.cache.begin() + data, out.cache.begin() + data + n);
+}
+
+// Contract version 2 (docs/contract.md §3.6): bf16_512 stores every dim through bf(), so a NaN in
+// a NoPE dim becomes 0x7FFF whatever its sign and payload; every other NoPE value keeps its bits.
+// RoPE with cos = 0, sin = 1 maps a pair (a, b) to (fma(a, 0, -b), fma(a, 1, b * 0)) = (-b, a)
+// exactly, and to (NaN, NaN) when either is NaN. Every expected byte below is written by hand.
+std::vector<std::uint16_t> nan_payload_row() {
+  std::vector<std::uint16_t> row(kHeadDim, 0x3F80);  // 1.0
+  const std::uint16_t payloads[] = {0xFFC0, 0x7F81, 0xFFA5, 0x7FC0};
+  for (int i = 0; i < 4; ++i) row[i] = payloads[i];            // NoPE dims 0..3
+  row[4] = 0x8000;                                             // -0
+  row[5] = 0x0001;                                             // smallest subnormal
+  row[6] = 0xFF80;                                             // -Inf
+  row[7] = 0x7F80;                                             // +Inf
+  row[kNopeDim + 0] = 0xFFC0;                                  // pair 0: (NaN, 1)
+  row[kNopeDim + 3] = 0x7F81;                                  // pair 1: (1, NaN)
+  row[kNopeDim + 4] = 0xFFA5;                                  // pair 2: (NaN, NaN)
+  row[kNopeDim + 5] = 0x7FC0;
+  row[kNopeDim + 7] = 0x4000;                                  // pair 3: (1, 2)
+  return row;
+}
+
+std::vector<std::uint8_t> nan_payload_record_by_hand() {
+  std::vector<std::uint8_t> b;
+  auto put = [&](std::uint8_t lo, std::uint8_t hi) { b.push_back(lo); b.push_back(hi); };
+  put(0xFF, 0x7F);  // dim 0: NaN 0xFFC0 -> 0x7FFF
+  put(0xFF, 0x7F);  // dim 1: NaN 0x7F81 -> 0x7FFF
+  put(0xFF, 0x7F);  // dim 2: NaN 0xFFA5 -> 0x7FFF
+  put(0xFF, 0x7F);  // dim 3: NaN 0x7FC0 -> 0x7FFF
+  put(0x00, 0x80);  // dim 4: -0 kept
+  put(0x01, 0x00);  // dim 5: subnormal kept
+  put(0x80, 0xFF);  // dim 6: -Inf kept
+  put(0x80, 0x7F);  // dim 7: +Inf kept
+  for (int d = 8; d < kNopeDim; ++d) put(0x80, 0x3F);  // 1.0 kept
+  for (int d = kNopeDim; d < kNopeDim + 6; ++d) put(0xFF, 0x7F);  // pairs 0-2: NaN spreads to both
+  put(0x00, 0xC0);  // pair 3 even: -2
+  put(0x80, 0x3F);  // pair 3 odd: 1
+  for (int j = 4; j < kRopePairs; ++j) {
+    put(0x80, 0xBF);  // even: -1
+    put(0x80, 0x3F);  // odd: 1
+  }
+  return b;
+}
+
+TEST(KvInsertEdgeValues, Bf16FullCacheStoresNopeNanAsCanonical) {
+  const std::vector<std::uint8_t> expected = nan_payload_record_by_hand();
+  ASSERT_EQ(expected.size(), 2u * kHeadDim);
+  const InsertCase kv_only = edge_case_with_table(RecordFormat::kBf16_512, nan_payload_row(), 0.0f, 1.0f);
+  InsertOutputs out = testkit::make_outputs(kv_only);
+  ASSERT_TRUE(oracle::kv_only_insert(kv_only, out).ok());
+  std::vector<std::uint8_t> got = record_of_slot1(kv_only, out);
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    ASSERT_EQ(got[i], expected[i]) << "KV-only: byte " << i << " (dim " << i / 2 << (i % 2 ? " high" : " low") << ")";
+
+  // The legacy op's full-cache bf16 path stores the same KV bytes.
+  testkit::QuerySpec q;
+  q.heads = 1;
+  q.padded_heads = 0;
+  const InsertCase legacy = testkit::make_legacy_case(kv_only, q);
+  out = testkit::make_outputs(legacy);
+  ASSERT_TRUE(oracle::legacy_insert(legacy, out).ok());
+  got = record_of_slot1(legacy, out);
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    ASSERT_EQ(got[i], expected[i]) << "legacy: byte " << i << " (dim " << i / 2 << (i % 2 ? " high" : " low") << ")";
+}
+
+TEST(KvInsertEdgeValues, Bf16FullCacheWithKvNormTurnsANanRowIntoCanonicalNan) {
+  // kv_norm on: the NaN squares make S, r and every normed dim NaN, stored as 0x7FFF.
+  InsertCase c = edge_case_with_table(RecordFormat::kBf16_512, nan_payload_row(), 0.0f, 1.0f);
+  c.kv_norm_weight = make_tensor_from(DType::kBF16, std::vector<std::uint16_t>(kHeadDim, 0x3F80), {kHeadDim});
   InsertOutputs out = testkit::make_outputs(c);
   ASSERT_TRUE(oracle::kv_only_insert(c, out).ok());
-  const std::int64_t data = oracle::token_data_offset(oracle::PagedCacheView::of(c.cache, RecordFormat::kBf16_512), 1);
-  auto at = [&](int d) { return static_cast<std::uint16_t>(out.cache[data + 2 * d] | (out.cache[data + 2 * d + 1] << 8)); };
-  EXPECT_EQ(at(0), 0x7FC1);
-  EXPECT_EQ(at(1), 0x0001);
-  EXPECT_EQ(at(kNopeDim), oracle::kBf16CanonicalNan);
-  EXPECT_EQ(at(kNopeDim + 1), oracle::kBf16CanonicalNan) << "fma(NaN, s, b*c) spreads NaN to its pair";
-  EXPECT_EQ(at(kNopeDim + 2), 0x3F80) << "the next pair is untouched";
+  const std::vector<std::uint8_t> got = record_of_slot1(c, out);
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], i % 2 ? 0x7F : 0xFF) << "byte " << i;
+}
+
+// docs/contract.md §3.5: fp8_512 quantizes the fp32 RoPE result with no bf16 rounding in between.
+// cos = 1, sin = 2^-20 rotate pair (1.0625, -1) to (1.0625 + 2^-20, -1 + 17 * 2^-24) exactly.
+// 1.0625 is the e4m3 midpoint between 1.0 (0x38) and 1.125 (0x39): the value just above it
+// encodes as 0x39, while its bf16 rounding (1.0625 exactly) would tie to even, 0x38.
+TEST(KvInsertEdgeValues, Fp8FullCacheRopeDimsAreNotBf16Rounded) {
+  std::vector<std::uint16_t> row(kHeadDim, 0x3F80);  // 1.0
+  row[kNopeDim] = 0x3F88;      // 1.0625
+  row[kNopeDim + 1] = 0xBF80;  // -1
+  const InsertCase kv_only = edge_case_with_table(RecordFormat::kFp8_512, row, 1.0f, 0x1p-20f);
+  std::vector<std::uint8_t> expected(kHeadDim, 0x38);  // 1.0; other pairs (1, 1) -> (1 - 2^-20, 1 + 2^-20) -> 1.0
+  expected[kNopeDim] = 0x39;      // 1.0625 + 2^-20 rounds up (0x38 if it were bf16-rounded first)
+  expected[kNopeDim + 1] = 0xB8;  // -0.99999899 -> -1.0
+  testkit::QuerySpec q;
+  q.heads = 1;
+  q.padded_heads = 0;
+  for (const InsertCase& c : {kv_only, testkit::make_legacy_case(kv_only, q)}) {
+    SCOPED_TRACE(c.op == InsertOp::kLegacy ? "legacy" : "KV-only");
+    InsertOutputs out = testkit::make_outputs(c);
+    ASSERT_TRUE((c.op == InsertOp::kLegacy ? oracle::legacy_insert(c, out) : oracle::kv_only_insert(c, out)).ok());
+    const std::vector<std::uint8_t> got = record_of_slot1(c, out);
+    for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(got[d], expected[d]) << "dim " << d;
+  }
 }
 
 }  // namespace

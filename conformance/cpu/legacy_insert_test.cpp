@@ -1,4 +1,7 @@
 // legacy_insert_test.cpp: the Q side of the legacy op, and its KV side against the KV-only op.
+//
+// The expected Q rows are composed here from the primitives (widen, norm, RoPE, narrow) at the
+// q_in/q_out offsets written out from docs/contract.md §4, not taken from the op's own code.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +13,7 @@
 #include "kvc/oracle/record_codec.h"
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
+#include "kvc/oracle/ue8m0.h"
 #include "kvc/testkit/backend.h"
 #include "kvc/testkit/backing.h"
 #include "kvc/testkit/backing_diff.h"
@@ -26,12 +30,21 @@ std::vector<float> cos_sin_row(const InsertCase& c, std::int64_t t) {
   return row;
 }
 
-// The Q row the contract prescribes, composed from the primitives: widen, [norm], [RoPE].
+// Element (t, h, d) of a [N, heads, 512] tensor, docs/contract.md §4: head-major, or
+// chunk-interleaved (lane L = d / 16 holds the 16-dim chunks of all heads next to each other).
+std::int64_t head_major(std::int64_t t, std::int64_t h, int d, std::int64_t heads) { return (t * heads + h) * kHeadDim + d; }
+std::int64_t interleaved(std::int64_t t, std::int64_t h, int d, std::int64_t heads) {
+  return t * heads * kHeadDim + (d / 16) * heads * 16 + h * 16 + d % 16;
+}
+
+// The Q row the contract prescribes, composed from the primitives: widen, [norm], [RoPE]. With
+// q_interleaved (packed path) q_in is read interleaved over H heads.
 std::vector<float> expected_q_row(const InsertCase& c, std::int64_t t, std::int64_t h, bool rotate) {
   std::vector<float> e(kHeadDim);
   const std::int64_t heads = c.q.meta.size(1);
+  const bool read_interleaved = c.q_interleaved && is_packed(*format_of(c));
   for (int d = 0; d < kHeadDim; ++d) {
-    const std::uint16_t bits = c.q.load<std::uint16_t>((t * heads + h) * kHeadDim + d);
+    const std::uint16_t bits = c.q.load<std::uint16_t>(read_interleaved ? interleaved(t, h, d, heads) : head_major(t, h, d, heads));
     e[d] = c.q.meta.dtype == DType::kF16 ? oracle::fp16_to_float(bits) : oracle::bf16_to_float(bits);
   }
   if (c.apply_q_norm) oracle::q_norm_row(e.data(), c.eps);
@@ -82,17 +95,76 @@ TEST(LegacyQ, HeadMajorLiveHeadsAndZeroPadding) {
   }
 }
 
+// q_in laid out interleaved: the same logical (t, h, d) values as a head-major case.
+InsertCase as_interleaved(const InsertCase& head_major_case) {
+  InsertCase c = head_major_case;
+  c.q_interleaved = true;
+  const std::int64_t heads = c.q.meta.size(1);
+  for (std::int64_t t = 0; t < c.num_rows(); ++t)
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (int d = 0; d < kHeadDim; ++d)
+        c.q.store<std::uint16_t>(interleaved(t, h, d, heads), head_major_case.q.load<std::uint16_t>(head_major(t, h, d, heads)));
+  return c;
+}
+
 TEST(LegacyQ, InterleavedIsAPermutationOfHeadMajor) {
   const InsertCase hm = legacy_case(RecordFormat::kPacked528, 5, 16, false, true, true);
-  const InsertCase il = legacy_case(RecordFormat::kPacked528, 5, 16, true, true, true);
+  const InsertCase il = as_interleaved(hm);
   InsertOutputs a = testkit::make_outputs(hm), b = testkit::make_outputs(il);
   ASSERT_TRUE(oracle::legacy_insert(hm, a).ok());
   ASSERT_TRUE(oracle::legacy_insert(il, b).ok());
   for (std::int64_t t = 0; t < hm.num_rows(); ++t)
     for (std::int64_t h = 0; h < 16; ++h)
       for (int d = 0; d < kHeadDim; ++d)
-        ASSERT_EQ(q_out16(b, t * 16 * kHeadDim + (d / 16) * 16 * 16 + h * 16 + d % 16), q_out16(a, (t * 16 + h) * kHeadDim + d));
+        ASSERT_EQ(q_out16(b, interleaved(t, h, d, 16)), q_out16(a, head_major(t, h, d, 16))) << "t " << t << " h " << h << " d " << d;
   EXPECT_EQ(a.cache, b.cache) << "the Q layout never touches the cache";
+}
+
+// Contract version 2 (docs/contract.md §4): with q_interleaved the op reads q_in at
+// t*H*512 + L*H*16 + h*16 + i and writes q_out at t*Hp*512 + L*Hp*16 + h*16 + i. Every
+// (token, head, dim) gets its own bf16 value; without norm and RoPE each value must land exactly
+// where the two formulas put it, and the padding heads must be zero. Reading head-major (version
+// 1), or with Hp instead of H, moves values and fails.
+TEST(LegacyQ, InterleavedReadsQInAndWritesQOutAtTheChunkOffsets) {
+  constexpr std::int64_t kHeads = 3, kPadded = 8;
+  const InsertCase kv = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584, 5);
+  const std::int64_t n = kv.num_rows();
+  auto value = [](std::int64_t t, std::int64_t h, int d) {  // distinct, finite, positive bf16
+    return static_cast<std::uint16_t>(0x3C00 + (t * kHeads + h) * kHeadDim + d);
+  };
+  std::vector<std::uint16_t> q(static_cast<std::size_t>(n * kHeads * kHeadDim));
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t h = 0; h < kHeads; ++h)
+      for (int d = 0; d < kHeadDim; ++d) q[static_cast<std::size_t>(t * kHeads * 512 + (d / 16) * kHeads * 16 + h * 16 + d % 16)] = value(t, h, d);
+  testkit::QuerySpec spec;
+  spec.heads = kHeads;
+  spec.padded_heads = kPadded;
+  spec.q = q;
+  spec.apply_q_norm = false;
+  spec.apply_q_rope = false;
+  spec.q_interleaved = true;
+  const InsertCase c = testkit::make_legacy_case(kv, spec);
+  InsertOutputs out = testkit::make_outputs(c);
+  ASSERT_TRUE(oracle::legacy_insert(c, out).ok());
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t h = 0; h < kPadded; ++h)
+      for (int d = 0; d < kHeadDim; ++d)
+        ASSERT_EQ(q_out16(out, t * kPadded * 512 + (d / 16) * kPadded * 16 + h * 16 + d % 16), h < kHeads ? value(t, h, d) : 0)
+            << "t " << t << " h " << h << " d " << d;
+
+  // With norm and RoPE the logical rows are the ones read at the interleaved q_in offsets.
+  InsertCase normed = c;
+  normed.apply_q_norm = true;
+  normed.apply_q_rope = true;
+  normed.eps = 1e-6f;
+  out = testkit::make_outputs(normed);
+  ASSERT_TRUE(oracle::legacy_insert(normed, out).ok());
+  for (std::int64_t t = 0; t < n; ++t)
+    for (std::int64_t h = 0; h < kHeads; ++h) {
+      const std::vector<float> e = expected_q_row(normed, t, h, true);
+      for (int d = 0; d < kHeadDim; ++d)
+        ASSERT_EQ(q_out16(out, interleaved(t, h, d, kPadded)), oracle::float_to_bf16(e[d])) << "t " << t << " h " << h << " d " << d;
+    }
 }
 
 TEST(LegacyQ, FullCacheBf16InPlaceAndFp8WithReciprocalScale) {
@@ -123,7 +195,10 @@ TEST(LegacyQ, HeadPaddingZeroWritesNoQ) {
 }
 
 // The DSpark claim beyond the upstream replay: for every format, head count, padding and Q flag,
-// the legacy op's cache bytes equal the KV-only op's.
+// the legacy op's cache bytes equal the KV-only op's. On the oracle this compares the oracle with
+// itself (both ops run the same KV encoder, insert_kv_rows), so it cannot fail here; it becomes
+// meaningful when a kernel backend runs the two ops. The hand-derived vectors of
+// kv_insert_edge_test and record_codec_test are what pin the oracle's KV bytes.
 TEST(LegacyKvSide, EqualsKvOnlyForEveryHeadPaddingAndFlag) {
   for (RecordFormat f : kAllFormats) {
     const InsertCase kv_only = testkit::small_valid_case(InsertOp::kKvOnly, f, 5);
@@ -166,6 +241,94 @@ TEST(LegacyFp16, PackedRopeRegionHoldsFp16) {
   const oracle::DecodedRecord r = oracle::decode_record(out.cache, view, slot);
   for (int d = kNopeDim; d < kHeadDim; ++d) ASSERT_EQ(r.values16[d], oracle::float_to_fp16(x[d])) << "dim " << d;
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(r.dequantized[d], x[d]) << "quarter steps are exact in e4m3 here, dim " << d;
+}
+
+// fp16 q/kv (docs/contract.md §4): a legacy case of format f with fp16 values of moderate size,
+// whose fp16 and bf16 roundings differ, so a path that narrows or widens as bf16 fails.
+InsertCase fp16_legacy_case(RecordFormat f, std::int64_t heads, std::int64_t hp) {
+  InsertCase c = legacy_case(f, heads, hp, false, true, true);
+  c.kv.meta.dtype = DType::kF16;
+  c.q.meta.dtype = DType::kF16;
+  if (is_packed(f)) c.q_out.dtype = DType::kF16;  // full caches keep their Q output dtype (e4m3 / bf16)
+  testkit::Rng rng(23);
+  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i) c.kv.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
+  for (std::int64_t i = 0; i < c.q.meta.numel(); ++i) c.q.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
+  return c;
+}
+
+// The record of row t composed from the primitives with fp16 as the storage type: widen, RoPE,
+// fp16 round trip (packed), block scales and e4m3 codes, fp16 RoPE values (packed584).
+void expect_fp16_record(const InsertCase& c, const InsertOutputs& out, std::int64_t t) {
+  const RecordFormat f = *format_of(c);
+  const RecordLayout& l = layout_of(f);
+  const oracle::PagedCacheView view = testkit::view_of(c);
+  const std::int64_t slot = c.slots.load<std::int64_t>(t);
+  std::vector<float> x(kHeadDim);
+  for (int d = 0; d < kHeadDim; ++d) x[d] = oracle::fp16_to_float(c.kv.load<std::uint16_t>(t * kHeadDim + d));
+  oracle::rope_gptj_row(x.data(), cos_sin_row(c, t).data());
+  const float fp8_scale = f == RecordFormat::kFp8_512 ? c.fp8_scale.load<float>(0) : 1.0f;
+  const oracle::DecodedRecord r = oracle::decode_record(out.cache, view, slot, fp8_scale);
+  if (!l.paged_regions) {
+    const float inv = 1.0f / fp8_scale;
+    for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(r.codes[d], oracle::e4m3_encode(x[d] * inv)) << "slot " << slot << " dim " << d;
+    return;
+  }
+  std::vector<float> y(kHeadDim);
+  for (int d = 0; d < kHeadDim; ++d) y[d] = oracle::round_through_fp16(x[d]);
+  for (int k = 0; k < l.scale_blocks; ++k) {
+    const oracle::BlockScale s = oracle::block_scale(y.data() + k * l.quant_block_dims, l.quant_block_dims);
+    ASSERT_EQ(r.scales[k], s.byte) << "slot " << slot << " block " << k;
+    for (int i = 0; i < l.quant_block_dims; ++i) {
+      const int d = k * l.quant_block_dims + i;
+      ASSERT_EQ(r.codes[d], oracle::e4m3_encode(y[d] * s.inverse)) << "slot " << slot << " dim " << d;
+    }
+  }
+  for (int d = l.fp8_dims; d < kHeadDim; ++d) ASSERT_EQ(r.values16[d], oracle::float_to_fp16(y[d])) << "slot " << slot << " dim " << d;
+}
+
+class LegacyFp16Formats : public ::testing::TestWithParam<RecordFormat> {};
+
+// Every format the legacy op accepts with fp16: the KV records and the Q output.
+TEST_P(LegacyFp16Formats, KvRecordsAndQOutputUseFp16) {
+  const RecordFormat f = GetParam();
+  const bool packed = is_packed(f);
+  const InsertCase c = fp16_legacy_case(f, 3, packed ? 8 : 0);
+  InsertOutputs out = testkit::make_outputs(c);
+  const Status s = oracle::legacy_insert(c, out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(testkit::view_of(c).value_dtype, DType::kF16);
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t)
+    if (c.slots.load<std::int64_t>(t) >= 0) expect_fp16_record(c, out, t);
+  const std::int64_t heads = 3, out_heads = packed ? 8 : heads;
+  for (std::int64_t t = 0; t < c.num_rows(); ++t) {
+    for (std::int64_t h = 0; h < out_heads; ++h) {
+      const std::vector<float> e = h < heads ? expected_q_row(c, t, h, true) : std::vector<float>(kHeadDim, 0.0f);
+      for (int d = 0; d < kHeadDim; ++d) {
+        const std::int64_t i = head_major(t, h, d, out_heads);
+        if (f == RecordFormat::kFp8_512) {
+          ASSERT_EQ(out.q_out[static_cast<std::size_t>(i)], oracle::e4m3_encode(e[d] * 3.0f)) << "t " << t << " h " << h << " d " << d;
+        } else {
+          ASSERT_EQ(q_out16(out, i), h < heads ? oracle::float_to_fp16(e[d]) : 0) << "fp16 Q output: t " << t << " h " << h << " d " << d;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LegacyFp16Formats,
+                         ::testing::Values(RecordFormat::kPacked584, RecordFormat::kPacked528, RecordFormat::kFp8_512),
+                         [](const ::testing::TestParamInfo<RecordFormat>& p) {
+                           std::string n(layout_of(p.param).name);
+                           n[0] = static_cast<char>(n[0] - 'a' + 'A');
+                           return n;
+                         });
+
+TEST(LegacyFp16, Bf16FullCacheRejectsFp16) {
+  const InsertCase c = fp16_legacy_case(RecordFormat::kBf16_512, 2, 0);
+  InsertOutputs out = testkit::make_outputs(c);
+  const InsertOutputs before = out;
+  EXPECT_EQ(oracle::legacy_insert(c, out).code, ErrorCode::kKvDtype);
+  EXPECT_EQ(out.cache, before.cache);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // record_codec_test.cpp: one hand-built token per format, checked byte by byte at offsets
-// computed here from the layout tables of SPEC.md §3 (not from the codec), then decoded.
+// computed here from the layout tables of docs/contract.md §3 (not from the codec), then decoded.
 //
 // The token's values are chosen so every field is known in closed form: NoPE dim d of 64-dim
 // block k holds (d % 8 + 1) * 2^(k-3), so the block's amax is 2^k, its exponent

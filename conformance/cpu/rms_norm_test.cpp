@@ -7,7 +7,13 @@
 #include "kvc/contract.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/rms_norm.h"
+#include "kvc/oracle/float_bits.h"
+#include "kvc/oracle/kv_norm.h"
+#include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/rsqrt.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/case_builder.h"
+#include "kvc/testkit/small_cases.h"
 
 namespace kvc::oracle {
 namespace {
@@ -31,6 +37,65 @@ TEST(RmsNorm, ButterflyOrderKnownAnswer) {
   const auto row = order_sensitive_row();
   EXPECT_EQ(lane_ordered_sum_of_squares(row.data()), 16777216.0f + 496.0f);
   EXPECT_EQ(sequential_sum_of_squares(row), 16777216.0f) << "the sequential order rounds differently";
+}
+
+// The butterfly order 16, 8, 4, 2, 1 (docs/contract.md §2), pinned by a row where the reverse
+// order and a sequential sum both give another S. dim 0 = 4096 (lane 0), dim 16 = 1 (lane 1),
+// dim 272 = 1 (lane 17), the rest 0. Masks 16..1: lanes 1 and 17 meet at mask 16 (1 + 1 = 2
+// exactly), lane 0 meets that 2 only at mask 1: S = 2^24 + 2 (exact, the fp32 spacing at 2^24 is
+// 2). Masks 1..16: lane 0 meets lane 1 first, 2^24 + 1 is a tie and rounds to even, 2^24; then
+// 2^24 + 1 again at mask 16: S = 2^24. Sequential: 2^24 + 1 + 1, each a tie: S = 2^24.
+// eps = 188.828125 puts the two values of fma(S, 1/512, eps), 32956.83203125 and 32956.828125,
+// on either side of 1 / (361 * 2^-16)^2 = 32956.8319..., so r is 361 * 2^-16 = 0x3bb48000 (a
+// bf16 tie, stored as 0x3bb4 by ties-to-even) for the contract's order and 0x3bb48001 (stored
+// 0x3bb5) for the other two: the q-norm and kv_norm outputs below differ in their bytes.
+constexpr float kButterflyEps = 188.828125f;
+std::vector<float> butterfly_row() {
+  std::vector<float> row(kHeadDim, 0.0f);
+  row[0] = 4096.0f;
+  row[16] = 1.0f;
+  row[272] = 1.0f;
+  return row;
+}
+
+TEST(RmsNorm, ButterflySixteenToOneKnownAnswer) {
+  const auto row = butterfly_row();
+  EXPECT_EQ(lane_ordered_sum_of_squares(row.data()), 16777218.0f) << "masks 16, 8, 4, 2, 1";
+  EXPECT_EQ(sequential_sum_of_squares(row), 16777216.0f) << "a sequential sum loses both ones";
+  EXPECT_EQ(bits_of(row_rms_inverse(row.data(), kButterflyEps)), 0x3bb48000u);
+  EXPECT_EQ(bits_of(rms_inverse(16777216.0f, kButterflyEps)), 0x3bb48001u) << "the r of the other orders";
+}
+
+// The same row through the ops, every expected byte by hand: Q-norm of the packed legacy op (no
+// RoPE) and the standalone kv_norm with weight 1. Stored bf16: dim 0 = 4096 r -> 0x41b4, dims 16
+// and 272 = r -> 0x3bb4, every other dim 0. With the reverse or sequential order: 0x41b5 / 0x3bb5.
+TEST(RmsNorm, ButterflyOrderPinnedThroughTheOps) {
+  const auto row = butterfly_row();
+  std::vector<std::uint16_t> bits(kHeadDim);
+  for (int d = 0; d < kHeadDim; ++d) bits[static_cast<std::size_t>(d)] = float_to_bf16(row[static_cast<std::size_t>(d)]);
+  auto expected = [](int d) -> std::uint16_t { return d == 0 ? 0x41b4 : (d == 16 || d == 272) ? 0x3bb4 : 0x0000; };
+
+  InsertCase kv = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584, 3);
+  testkit::QuerySpec q;
+  q.heads = 1;
+  q.padded_heads = 8;
+  for (std::int64_t t = 0; t < kv.num_rows(); ++t) q.q.insert(q.q.end(), bits.begin(), bits.end());
+  q.eps = kButterflyEps;
+  q.apply_q_norm = true;
+  q.apply_q_rope = false;
+  const InsertCase c = testkit::make_legacy_case(kv, q);
+  InsertOutputs out = testkit::make_outputs(c);
+  ASSERT_TRUE(legacy_insert(c, out).ok());
+  for (int d = 0; d < kHeadDim; ++d) {
+    const std::uint16_t got = static_cast<std::uint16_t>(out.q_out[2 * d] | out.q_out[2 * d + 1] << 8);
+    ASSERT_EQ(got, expected(d)) << "q_out token 0 head 0 dim " << d;
+  }
+
+  const HostTensor kv_rows = make_tensor_from(DType::kBF16, bits, {1, kHeadDim});
+  const HostTensor weight = make_tensor_from(DType::kBF16, std::vector<std::uint16_t>(kHeadDim, 0x3F80), {kHeadDim});
+  std::vector<std::uint16_t> normed;
+  ASSERT_TRUE(kv_norm(kv_rows, weight, kButterflyEps, &normed).ok());
+  for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(normed[static_cast<std::size_t>(d)], expected(d)) << "kv_norm dim " << d;
 }
 
 TEST(RmsNorm, QNormKnownAnswerDependsOnOrder) {

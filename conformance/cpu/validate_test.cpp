@@ -1,13 +1,21 @@
-// validate_test.cpp: the invalid-input matrix. Every rule of SPEC.md §5, broken alone, for every op
-// and format it applies to: the op rejects with the rule's code and writes nothing (the backing and
-// the q output are byte-identical afterwards).
+// validate_test.cpp: the invalid-input matrix. Every rule of docs/contract.md §5, broken alone, for
+// every op and format it applies to: the op rejects with the rule's code and writes nothing (the
+// backing and the q output are byte-identical afterwards). There is a negative test per validation
+// site, not only per error code: the rule breakers cover the sites an op reaches through
+// Backend::run (one breaker per site, testkit/rule_breakers.h), the tests at the end the entry
+// points' wrong-op sites and the standalone kv_norm's rules.
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <functional>
 #include <set>
 
 #include "kvc/testkit/backend.h"
+#include "kvc/oracle/kv_insert.h"
+#include "kvc/oracle/kv_norm.h"
+#include "kvc/oracle/legacy_insert.h"
 #include "kvc/testkit/backing.h"
+#include "kvc/testkit/case_builder.h"
 #include "kvc/testkit/rule_breakers.h"
 #include "kvc/testkit/small_cases.h"
 
@@ -101,6 +109,55 @@ TEST(ScaleShape, ZeroDimensionalScaleIsOneElement) {
   const Status s = testkit::OracleBackend().run(c, out);
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
+
+// Sites of contract/src/validate.cpp that the rule-breaker matrix cannot reach: each entry point
+// rejecting a case of the other op, and each rule of the standalone kv_norm's validation.
+TEST(ValidationSites, EachOpRejectsACaseOfTheOtherOp) {
+  const InsertCase legacy = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked584);
+  const InsertCase kv_only = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  InsertOutputs out = testkit::make_outputs(legacy);
+  const InsertOutputs before = out;
+  EXPECT_EQ(oracle::kv_only_insert(legacy, out).code, ErrorCode::kWrongOp);
+  EXPECT_EQ(out.cache, before.cache);
+  out = testkit::make_outputs(kv_only);
+  EXPECT_EQ(oracle::legacy_insert(kv_only, out).code, ErrorCode::kWrongOp);
+  EXPECT_EQ(validate_kv_only_insert(legacy, ValidationLevel::kStrict).code, ErrorCode::kWrongOp);
+  EXPECT_EQ(validate_legacy_insert(kv_only, ValidationLevel::kContract).code, ErrorCode::kWrongOp);
+}
+
+struct KvNormSite {
+  const char* name;
+  ErrorCode code;
+  std::function<void(HostTensor& kv, HostTensor& weight)> apply;
+};
+
+class StandaloneKvNormSite : public ::testing::TestWithParam<KvNormSite> {};
+
+TEST_P(StandaloneKvNormSite, RejectedWithItsCode) {
+  testkit::Rng rng(8);
+  HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 3), {3, kHeadDim});
+  HostTensor weight = make_tensor_from(DType::kBF16, std::vector<std::uint16_t>(kHeadDim, 0x3F80), {kHeadDim});
+  std::vector<std::uint16_t> out;
+  ASSERT_TRUE(oracle::kv_norm(kv, weight, 1e-6f, &out).ok()) << "the base case must be valid";
+  GetParam().apply(kv, weight);
+  const Status s = oracle::kv_norm(kv, weight, 1e-6f, &out);
+  EXPECT_EQ(s.code, GetParam().code) << s.ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sites, StandaloneKvNormSite,
+    ::testing::Values(
+        KvNormSite{"KvMissing", ErrorCode::kKvDtype, [](HostTensor& kv, HostTensor&) { kv = HostTensor{}; }},
+        KvNormSite{"KvFloat16", ErrorCode::kKvDtype, [](HostTensor& kv, HostTensor&) { kv.meta.dtype = DType::kF16; }},
+        KvNormSite{"KvRowsOf256", ErrorCode::kKvShape,
+                   [](HostTensor& kv, HostTensor&) { kv.meta.sizes = {6, 256}; kv.meta.strides = {256, 1}; }},
+        KvNormSite{"KvNotContiguous", ErrorCode::kKvNotContiguous,
+                   [](HostTensor& kv, HostTensor&) { kv.meta.strides[0] *= 2; kv.bytes.resize(static_cast<std::size_t>(kv.meta.span_bytes())); }},
+        KvNormSite{"KvBytesTruncated", ErrorCode::kInputTooSmall, [](HostTensor& kv, HostTensor&) { kv.bytes.pop_back(); }},
+        KvNormSite{"WeightMissing", ErrorCode::kNormWeightInvalid, [](HostTensor&, HostTensor& w) { w = HostTensor{}; }},
+        KvNormSite{"WeightBytesTruncated", ErrorCode::kNormWeightInvalid, [](HostTensor&, HostTensor& w) { w.bytes.pop_back(); }},
+        KvNormSite{"WeightOnAnotherDevice", ErrorCode::kDeviceMismatch, [](HostTensor&, HostTensor& w) { w.meta.device = 1; }}),
+    [](const ::testing::TestParamInfo<KvNormSite>& p) { return std::string(p.param.name); });
 
 TEST(KvOnlyRows, RowsBeyondTheSlotsAreNeverRead) {
   // Rows >= slots.size(0) may hold anything, even positions far out of range: never read.

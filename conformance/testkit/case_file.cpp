@@ -1,6 +1,7 @@
 // case_file.cpp: JSON serialization of InsertCase (see case_file.h).
 #include "kvc/testkit/case_file.h"
 
+#include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
@@ -60,6 +61,48 @@ HostTensor tensor_from_json(const json& j) {
   return t;
 }
 
+bool is_bf16_nan(std::uint16_t bits) { return (bits & 0x7FFFu) > 0x7F80u; }
+
+// A NaN in a NoPE dim of a live row (slot >= 0, row < M) of a bf16_512 case, as "row R dim D
+// holds 0xXXXX", or "". Reads only what the tensors' bytes hold: a malformed case is left to
+// validation.
+std::string bf16_nope_nan(const InsertCase& c) {
+  if (format_of(c) != RecordFormat::kBf16_512 || c.kv.meta.dtype != DType::kBF16) return {};
+  const auto readable = [](const HostTensor& t, std::int64_t element, int bytes) {
+    return t.present && t.meta.offset_bytes >= 0 && element >= 0 &&
+           t.meta.offset_bytes + (element + 1) * bytes <= static_cast<std::int64_t>(t.bytes.size());
+  };
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    if (!readable(c.slots, t, 8) || c.slots.load<std::int64_t>(t) < 0) continue;
+    for (int d = 0; d < kNopeDim; ++d) {
+      const std::int64_t element = t * kHeadDim + d;
+      if (!readable(c.kv, element, 2)) return {};
+      const std::uint16_t bits = c.kv.load<std::uint16_t>(element);
+      if (is_bf16_nan(bits)) {
+        char where[64];
+        std::snprintf(where, sizeof where, "row %lld dim %d holds 0x%04x", static_cast<long long>(t), d, bits);
+        return where;
+      }
+    }
+  }
+  return {};
+}
+
+// Why a case written under `version` would not mean the same under this build's contract, or "".
+// docs/contract.md, "Changes from version 1": a version 1 file means the same under version 2
+// unless its case is bf16_512 with a NaN in a NoPE dim of a live row, or a legacy case with
+// q_interleaved.
+std::string changed_meaning(const InsertCase& c, int version) {
+  if (version >= 2) return {};
+  if (const std::string nan = bf16_nope_nan(c); !nan.empty())
+    return "version 2 stores every NaN of a bf16_512 NoPE dim as 0x7FFF (docs/contract.md §3.6), version 1 kept its "
+           "payload, and this case has one (" + nan + ")";
+  if (c.op == InsertOp::kLegacy && c.q_interleaved)
+    return "with q_interleaved, version 2 reads q_in interleaved too (docs/contract.md §4), version 1 read it "
+           "head-major, and this is a legacy case with q_interleaved";
+  return {};
+}
+
 }  // namespace
 
 json case_to_json(const InsertCase& c) {
@@ -92,9 +135,9 @@ json case_to_json(const InsertCase& c) {
 InsertCase case_from_json(const json& j) {
   try {
     const int version = j.at("contract_version").get<int>();
-    if (version != kContractVersion)
-      throw std::runtime_error("case written under contract version " + std::to_string(version) + ", this build is version " +
-                               std::to_string(kContractVersion));
+    if (version > kContractVersion || version < 1)
+      throw std::runtime_error("case written under contract version " + std::to_string(version) + ", unknown to this build (version " +
+                               std::to_string(kContractVersion) + "): refusing to guess what its bytes mean");
     InsertCase c;
     c.op = j.at("op").get<std::string>() == "legacy" ? InsertOp::kLegacy : InsertOp::kKvOnly;
     c.kv = tensor_from_json(j.at("kv"));
@@ -126,6 +169,10 @@ InsertCase case_from_json(const json& j) {
     c.q_interleaved = j.at("q_interleaved").get<bool>();
     c.kv_norm_weight = tensor_from_json(j.at("kv_norm_weight"));
     c.kv_norm_eps = j.at("kv_norm_eps").get<float>();
+    if (const std::string why = changed_meaning(c, version); !why.empty())
+      throw std::runtime_error("case written under contract version " + std::to_string(version) +
+                               " does not mean the same under version " + std::to_string(kContractVersion) + ": " + why +
+                               "; regenerate it under version " + std::to_string(kContractVersion));
     return c;
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed case file: ") + e.what());

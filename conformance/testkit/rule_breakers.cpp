@@ -1,6 +1,7 @@
 // rule_breakers.cpp: the table of rule breakers (see rule_breakers.h).
 #include "kvc/testkit/rule_breakers.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kvc::testkit {
@@ -61,7 +62,10 @@ const std::vector<RuleBreaker>& rule_breakers() {
       {"KvOnlyWithFloat16", ErrorCode::kKvDtype, kContract, kv_only, [](C& c, O&) { c.kv.meta.dtype = DType::kF16; return true; }},
       {"KvRowsOf256", ErrorCode::kKvShape, kContract, any, [](C& c, O&) { reshape(c.kv, {c.num_rows(), 256}); return true; }},
       {"KvNotContiguous", ErrorCode::kKvNotContiguous, kContract, any, [](C& c, O&) { return make_non_contiguous(c.kv); }},
+      {"KvMissing", ErrorCode::kKvShape, kContract, any, [](C& c, O&) { c.kv = HostTensor{}; return true; }},
       {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](C& c, O&) { c.slots.meta.device = 1; return true; }},
+      {"CacheOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](C& c, O&) { c.cache.device = 1; return true; }},
+      {"QOutOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, legacy, [](C& c, O&) { c.q_out.device = 1; return true; }},
       {"CacheRank2", ErrorCode::kCacheRank, kContract, any, [](C& c, O&) { c.cache.rank = 2; return true; }},
       {"BlockSizeZero", ErrorCode::kBlockSizeNonPositive, kContract, any, [](C& c, O&) { c.block_size = 0; return true; }},
       {"BlockSizeMismatch", ErrorCode::kBlockSizeMismatch, kContract, any,
@@ -86,11 +90,20 @@ const std::vector<RuleBreaker>& rule_breakers() {
        }},
       {"CosSinWidth32", ErrorCode::kCosSinInvalid, kContract, any,
        [](C& c, O&) { reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32}); return true; }},
+      {"Bf16CacheWithFloat16Kv", ErrorCode::kKvDtype, kContract,
+       [](InsertOp op, RecordFormat f) { return op == InsertOp::kLegacy && f == RecordFormat::kBf16_512; },
+       [](C& c, O&) {
+         c.kv.meta.dtype = DType::kF16;  // q follows, so only the bf16-cache rule is broken
+         c.q.meta.dtype = DType::kF16;
+         return true;
+       }},
       {"Fp8CacheWithoutScale", ErrorCode::kFp8ScaleMissing, kContract, fp8_cache, [](C& c, O&) { c.fp8_scale = HostTensor{}; return true; }},
       {"Fp8ScaleWithTwoElements", ErrorCode::kFp8ScaleShape, kContract, fp8_cache, [](C& c, O&) { reshape(c.fp8_scale, {2}); return true; }},
       {"PackedPageStrideAtTwoToThe31", ErrorCode::kPageStrideTooLarge, kContract, uint8_cache,
        [](C& c, O&) { c.cache.stride0 = std::int64_t{1} << 31; return true; }},
-      {"QFloat16WithBf16Kv", ErrorCode::kQDtype, kContract, legacy, [](C& c, O&) { c.q.meta.dtype = DType::kF16; return true; }},
+      // The other 16-bit type than kv's (the fuzzer generates fp16 legacy cases too).
+      {"QDtypeOtherThanKv", ErrorCode::kQDtype, kContract, legacy,
+       [](C& c, O&) { c.q.meta.dtype = c.kv.meta.dtype == DType::kF16 ? DType::kBF16 : DType::kF16; return true; }},
       {"QHeadsOf256", ErrorCode::kQShape, kContract, legacy,
        [](C& c, O&) { reshape(c.q, {c.num_rows(), c.q.meta.size(1), 256}); return true; }},
       {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy, [](C& c, O&) { return make_non_contiguous(c.q); }},
@@ -112,11 +125,19 @@ const std::vector<RuleBreaker>& rule_breakers() {
       {"Fp8LegacyWithoutQScale", ErrorCode::kQScaleShape, kContract, fp8_legacy, [](C& c, O&) { c.q_scale_inv = HostTensor{}; return true; }},
       {"NormWeightOf256", ErrorCode::kNormWeightInvalid, kContract, kv_only,
        [](C& c, O&) { c.kv_norm_weight = make_tensor(DType::kBF16, {256}); return true; }},
+      {"NormWeightWithLegacy", ErrorCode::kNormWeightInvalid, kContract, legacy,
+       [](C& c, O&) { c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim}); return true; }},
       {"PageStrideBelowDensePage", ErrorCode::kPageStrideBelowDense, kStrict, any,
        [](C& c, O&) {
          const RecordLayout& l = layout_of(*format_of(c));
          const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(c.cache.block_size) : c.cache.block_size * c.cache.token_stride_bytes();
          c.cache.stride0 = (dense - kAlignment) / c.cache.element_bytes();
+         return true;
+       }},
+      {"TokenStrideBelowRow", ErrorCode::kPageStrideBelowDense, kStrict, [](InsertOp, RecordFormat f) { return !is_packed(f); },
+       [](C& c, O&) {
+         // Rows overlap; the page stride still covers block_size rows of the old stride.
+         c.cache.stride1 = (layout_of(*format_of(c)).data_bytes - kAlignment) / c.cache.element_bytes();
          return true;
        }},
       {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any, [](C& c, O&) { c.cache.offset_bytes += 8; return true; }},
@@ -166,6 +187,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
       {"Fp8ScaleNaN", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](C& c, O&) { c.fp8_scale.store<float>(0, NAN); return true; }},
       {"QScaleInverseInfinite", ErrorCode::kQScaleValue, kStrict, fp8_legacy,
        [](C& c, O&) { c.q_scale_inv.store<float>(0, INFINITY); return true; }},
+      {"UnknownOpCode", ErrorCode::kWrongOp, kContract, any, [](C& c, O&) { c.op = static_cast<InsertOp>(7); return true; }},
+      {"KvStridesLongerThanSizes", ErrorCode::kTensorMetaInvalid, kContract, any,
+       [](C& c, O&) { c.kv.meta.strides.push_back(1); return true; }},
+      {"QOutNegativeOffset", ErrorCode::kTensorMetaInvalid, kContract, legacy, [](C& c, O&) { c.q_out.offset_bytes = -kAlignment; return true; }},
+      {"NegativePageStride", ErrorCode::kCacheGeometryInvalid, kContract, any,
+       [](C& c, O&) { c.cache.stride0 = -std::max<std::int64_t>(c.cache.stride0, 1); return true; }},
       {"BackingTooSmall", ErrorCode::kBackingTooSmall, kContract, any,
        [](C&, O& out) { out.cache.resize(out.cache.size() / 2); return true; }},
       {"QOutputTooSmall", ErrorCode::kOutputTooSmall, kContract, legacy,

@@ -6,52 +6,77 @@
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/cos_sin_cache.h"
+#include "kvc/oracle/storage16.h"
 #include "kvc/testkit/case_builder.h"
 
 namespace kvc::fuzz {
 namespace {
 
 constexpr float kFp8Scales[] = {0.7f, 1.0f, 0.125f, 3.0f, 1.0f / 448.0f};
-constexpr std::uint16_t kBf16NaN = 0x7FC0, kBf16PosInf = 0x7F80, kBf16NegInf = 0xFF80, kBf16NegZero = 0x8000;
+
+// The special bit patterns of a 16-bit storage type (bf16, or f16 on the legacy fp16 path).
+struct Bits16 {
+  std::uint16_t nan, pos_inf, neg_inf, neg_zero, exponent_mask, mantissa_mask;
+  int max_amax_power;  // largest k with 448 * 2^k and its upper neighbour finite
+};
+constexpr Bits16 kBf16Bits{0x7FC0, 0x7F80, 0xFF80, 0x8000, 0x7F80, 0x007F, 8};
+constexpr Bits16 kF16Bits{0x7E00, 0x7C00, 0xFC00, 0x8000, 0x7C00, 0x03FF, 7};  // 448 * 2^7 = 57344 < 65504
+const Bits16& bits16(DType dt) { return dt == DType::kF16 ? kF16Bits : kBf16Bits; }
+constexpr int kMinAmaxPower = -12;
 
 int block_width(RecordFormat f) { return f == RecordFormat::kPacked528 ? 32 : 64; }
 int nope_blocks(RecordFormat f) { return kNopeDim / block_width(f); }
+int row_blocks(RecordFormat f) { return kHeadDim / block_width(f); }  // the RoPE dims' blocks too
 
-std::uint16_t bf16(float x) { return oracle::float_to_bf16(x); }
-float value(std::uint16_t b) { return oracle::bf16_to_float(b); }
+std::uint16_t narrow(float x, DType dt) { return oracle::narrow16(x, dt); }
+float widen(std::uint16_t b, DType dt) { return oracle::widen16(b, dt); }
 
-void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& inj, RecordFormat f, testkit::Rng& rng) {
+bool is_subnormal(std::uint16_t bits, const Bits16& p) { return (bits & p.exponent_mask) == 0 && (bits & p.mantissa_mask) != 0; }
+
+// Injections reach every block of the row: the NoPE quantization blocks and the RoPE dims
+// (packed584's bf16 region, packed528's last two blocks, the full caches' last 64 dims).
+void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& inj, RecordFormat f, DType dt, testkit::Rng& rng) {
+  const Bits16& p = bits16(dt);
   const int width = block_width(f);
-  const int block = static_cast<int>(inj.block % static_cast<std::uint32_t>(nope_blocks(f)));
+  const int block = static_cast<int>(inj.block % static_cast<std::uint32_t>(row_blocks(f)));
   std::uint16_t* x = kv.data() + row * kHeadDim + block * width;
   const int dim = static_cast<int>(inj.dim % static_cast<std::uint32_t>(width));
   switch (inj.cls) {
-    case EdgeClass::kNaN: x[dim] = kBf16NaN; break;
-    case EdgeClass::kPosInf: x[dim] = kBf16PosInf; break;
-    case EdgeClass::kNegInf: x[dim] = kBf16NegInf; break;
+    case EdgeClass::kNaN: x[dim] = p.nan; break;
+    case EdgeClass::kPosInf: x[dim] = p.pos_inf; break;
+    case EdgeClass::kNegInf: x[dim] = p.neg_inf; break;
     case EdgeClass::kPosZero: x[dim] = 0; break;
-    case EdgeClass::kNegZero: x[dim] = kBf16NegZero; break;
-    case EdgeClass::kSubnormal: x[dim] = static_cast<std::uint16_t>(1 + rng.uniform(0, 0x7E) + (rng.uniform(0, 1) ? 0x8000 : 0)); break;
+    case EdgeClass::kNegZero: x[dim] = p.neg_zero; break;
+    case EdgeClass::kSubnormal:
+      x[dim] = static_cast<std::uint16_t>(1 + rng.uniform(0, p.mantissa_mask - 1) + (rng.uniform(0, 1) ? 0x8000 : 0));
+      break;
     case EdgeClass::kZeroBlock:
-      for (int i = 0; i < width; ++i) x[i] = rng.uniform(0, 3) == 0 ? kBf16NegZero : 0;
+      for (int i = 0; i < width; ++i) x[i] = rng.uniform(0, 3) == 0 ? p.neg_zero : 0;
       break;
     case EdgeClass::kOutlierBlock:
-      for (int i = 0; i < width; ++i) x[i] = bf16(rng.normal() * 1e-3f);
-      x[dim] = bf16((rng.uniform(0, 1) ? 1.0f : -1.0f) * (500.0f + 100.0f * std::fabs(rng.normal())));
+      for (int i = 0; i < width; ++i) x[i] = narrow(rng.normal() * 1e-3f, dt);
+      x[dim] = narrow((rng.uniform(0, 1) ? 1.0f : -1.0f) * (500.0f + 100.0f * std::fabs(rng.normal())), dt);
       break;
     case EdgeClass::kAmaxPow2:
     case EdgeClass::kAmaxAboveUlp:
     case EdgeClass::kAmaxBelowUlp: {
-      const int k = std::clamp(inj.power, -12, 8);
-      const float peak = std::ldexp(kFp8Max, k);  // 448 * 2^k is bf16-exact (1.75 * 2^(8+k))
-      for (int i = 0; i < width; ++i) x[i] = bf16(peak * 0.25f * std::tanh(rng.normal()));  // |x| < peak / 4
-      std::uint16_t bits = bf16(peak);
+      const int k = std::clamp(inj.power, kMinAmaxPower, p.max_amax_power);
+      const float peak = std::ldexp(kFp8Max, k);  // 448 * 2^k is exact in bf16 and f16 (1.75 * 2^(8+k))
+      for (int i = 0; i < width; ++i) x[i] = narrow(peak * 0.25f * std::tanh(rng.normal()), dt);  // |x| < peak / 4
+      std::uint16_t bits = narrow(peak, dt);
       if (inj.cls == EdgeClass::kAmaxAboveUlp) bits = static_cast<std::uint16_t>(bits + 1);
       if (inj.cls == EdgeClass::kAmaxBelowUlp) bits = static_cast<std::uint16_t>(bits - 1);
       x[dim] = static_cast<std::uint16_t>(bits | (rng.uniform(0, 1) ? 0x8000 : 0));
       break;
     }
   }
+}
+
+std::vector<std::uint16_t> random_rows(testkit::Rng& rng, std::int64_t rows, DType dt) {
+  if (dt == DType::kBF16) return testkit::random_bf16_rows(rng, rows);
+  std::vector<std::uint16_t> v(static_cast<std::size_t>(rows * kHeadDim));
+  for (auto& x : v) x = narrow(rng.normal(), dt);
+  return v;
 }
 
 }  // namespace
@@ -85,7 +110,10 @@ InsertCase build_case(const CaseRecipe& r) {
     shape.page_padding_bytes = kAlignment * r.page_padding_units;
   }
 
+  // fp16 exists on the legacy op only, and not for the bf16 full cache (docs/contract.md §4).
+  const DType dt = r.fp16 && r.op == InsertOp::kLegacy && r.format != RecordFormat::kBf16_512 ? DType::kF16 : DType::kBF16;
   testkit::KvInputs in;
+  in.kv_dtype = dt;
   in.slots = rng.distinct(shape.num_blocks * r.block_size, r.tokens);
   std::vector<std::int64_t> live_rows;
   for (std::int64_t t = 0; t < r.tokens; ++t) {
@@ -96,17 +124,17 @@ InsertCase build_case(const CaseRecipe& r) {
   const std::int64_t max_pos = rows + r.max_pos_extra + 1;
   for (std::int64_t t = 0; t < rows; ++t) in.positions.push_back(rng.uniform(0, max_pos - 1));
   in.cos_sin = r.base10000_table ? oracle::make_cos_sin_cache(max_pos, kRopeDim) : testkit::random_cos_sin(rng, max_pos);
-  in.kv = testkit::random_bf16_rows(rng, rows);
+  in.kv = random_rows(rng, rows, dt);
   if (!live_rows.empty())
     for (const Injection& inj : r.injections)
-      inject(in.kv, live_rows[inj.row % live_rows.size()], inj, r.format, rng);
+      inject(in.kv, live_rows[inj.row % live_rows.size()], inj, r.format, dt, rng);
   in.fp8_scale = kFp8Scales[static_cast<std::size_t>(r.fp8_scale_choice) % std::size(kFp8Scales)];
   InsertCase c = testkit::make_kv_only_case(shape, in);
 
   if (r.op == InsertOp::kKvOnly) {
     if (r.fused_kv_norm) {
       std::vector<std::uint16_t> w(kHeadDim);
-      for (auto& x : w) x = bf16(1.0f + 0.5f * rng.normal());
+      for (auto& x : w) x = narrow(1.0f + 0.5f * rng.normal(), DType::kBF16);
       c.kv_norm_weight = make_tensor_from(DType::kBF16, w, {kHeadDim});
       c.kv_norm_eps = 1e-6f;
     }
@@ -120,7 +148,7 @@ InsertCase build_case(const CaseRecipe& r) {
     q.padded_heads = 0;
     q.heads = std::clamp<std::int64_t>(r.heads, 1, 4);
   }
-  q.q = testkit::random_bf16_rows(rng, rows * q.heads);
+  q.q = random_rows(rng, rows * q.heads, dt);
   q.eps = 1e-6f;
   q.apply_q_norm = r.apply_q_norm;
   q.apply_q_rope = r.apply_q_rope;
@@ -135,25 +163,37 @@ std::vector<std::string> classify(const InsertCase& c) {
   if (!format) return out;
   out.push_back("format:" + std::string(layout_of(*format).name));
   out.push_back(c.op == InsertOp::kLegacy ? "op:legacy" : "op:kv-only");
+  const DType dt = c.kv.meta.dtype;
+  const Bits16& p = bits16(dt);
+  if (dt == DType::kF16) out.push_back("kv:f16");
   const std::int64_t m = c.num_inserted();
   std::int64_t live = 0;
   bool seen[kEdgeClassCount] = {};
+  bool rope_nan = false, rope_inf = false, rope_neg_zero = false, rope_subnormal = false;
   const int width = block_width(*format);
   for (std::int64_t t = 0; t < m; ++t) {
     if (c.slots.load<std::int64_t>(t) < 0) continue;
     ++live;
+    for (int d = kNopeDim; d < kHeadDim; ++d) {
+      const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + d);
+      const float v = widen(bits, dt);
+      rope_nan |= std::isnan(v);
+      rope_inf |= std::isinf(v);
+      rope_neg_zero |= bits == p.neg_zero;
+      rope_subnormal |= is_subnormal(bits, p);
+    }
     for (int b = 0; b < nope_blocks(*format); ++b) {
       float amax = 0.0f, second = 0.0f;
       bool all_zero = true;
       std::uint16_t amax_bits = 0;
       for (int i = 0; i < width; ++i) {
         const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + b * width + i);
-        const float v = value(bits);
+        const float v = widen(bits, dt);
         if (std::isnan(v)) seen[static_cast<int>(EdgeClass::kNaN)] = true;
         else if (std::isinf(v)) seen[static_cast<int>(v > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf)] = true;
         if (bits == 0) seen[static_cast<int>(EdgeClass::kPosZero)] = true;
-        if (bits == kBf16NegZero) seen[static_cast<int>(EdgeClass::kNegZero)] = true;
-        if ((bits & 0x7F80) == 0 && (bits & 0x7F)) seen[static_cast<int>(EdgeClass::kSubnormal)] = true;
+        if (bits == p.neg_zero) seen[static_cast<int>(EdgeClass::kNegZero)] = true;
+        if (is_subnormal(bits, p)) seen[static_cast<int>(EdgeClass::kSubnormal)] = true;
         if ((bits & 0x7FFF) != 0) all_zero = false;
         const float a = std::fabs(v);
         if (!std::isnan(a) && a > amax) {
@@ -166,14 +206,18 @@ std::vector<std::string> classify(const InsertCase& c) {
       }
       if (all_zero) seen[static_cast<int>(EdgeClass::kZeroBlock)] = true;
       if (std::isfinite(amax) && amax > 0 && second < amax / 64) seen[static_cast<int>(EdgeClass::kOutlierBlock)] = true;
-      for (int k = -12; k <= 8; ++k) {
-        const std::uint16_t peak = bf16(std::ldexp(kFp8Max, k));
+      for (int k = kMinAmaxPower; k <= p.max_amax_power; ++k) {
+        const std::uint16_t peak = narrow(std::ldexp(kFp8Max, k), dt);
         if (amax_bits == peak) seen[static_cast<int>(EdgeClass::kAmaxPow2)] = true;
         if (amax_bits == peak + 1) seen[static_cast<int>(EdgeClass::kAmaxAboveUlp)] = true;
         if (amax_bits == peak - 1) seen[static_cast<int>(EdgeClass::kAmaxBelowUlp)] = true;
       }
     }
   }
+  if (rope_nan) out.push_back("rope-dims:nan");
+  if (rope_inf) out.push_back("rope-dims:inf");
+  if (rope_neg_zero) out.push_back("rope-dims:-0");
+  if (rope_subnormal) out.push_back("rope-dims:subnormal");
   for (int i = 0; i < kEdgeClassCount; ++i)
     if (seen[i]) out.push_back(edge_class_name(static_cast<EdgeClass>(i)));
   if (m == 0) out.push_back("tokens:zero");

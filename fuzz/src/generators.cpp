@@ -98,6 +98,8 @@ CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
     r.q_interleaved = *rc::gen::arbitrary<bool>();
     r.apply_q_norm = *rc::gen::arbitrary<bool>();
     r.apply_q_rope = *rc::gen::arbitrary<bool>();
+    // fp16 q/kv: legacy op only, not for the bf16 full cache (docs/contract.md §4).
+    r.fp16 = r.format != RecordFormat::kBf16_512 && *pick_weighted_shrinking<bool>({{2, false}, {1, true}});
   }
   return r;
 }
@@ -126,7 +128,8 @@ rc::Gen<PropertyInput> gen_property_input(GenConfig config) {
 
 std::ostream& operator<<(std::ostream& os, const PropertyInput& in) {
   const auto f = format_of(in.c);
-  os << (in.c.op == InsertOp::kLegacy ? "legacy " : "kv-only ") << (f ? layout_of(*f).name : "?") << ", " << in.c.num_inserted()
+  os << (in.c.op == InsertOp::kLegacy ? "legacy " : "kv-only ") << (f ? layout_of(*f).name : "?")
+     << (in.c.kv.meta.dtype == DType::kF16 ? " f16" : "") << ", " << in.c.num_inserted()
      << " tokens, " << in.c.num_rows() << " rows, " << in.c.cache.num_blocks << " pages x " << in.c.block_size
      << ", page stride " << in.c.cache.page_stride_bytes() << " B, aux " << in.aux;
   return os;

@@ -1,11 +1,18 @@
-// fuzz_planted_defect_test.cpp: each metamorphic property fails on a backend with a defect of the
-// kind it exists to catch, so none of them can pass vacuously.
+// fuzz_planted_defect_test.cpp: every property fails on a backend (or, for decoder-total, a codec)
+// with a defect of the kind it exists to catch, so none of them can pass vacuously. The last test
+// checks that every property of the table has one here.
+//
+// differential and kv-only-equals-legacy cannot fail with the oracle as the backend under test
+// (they compare the oracle with itself); the defects below show they fail on a backend that
+// differs from the oracle, which is what they are for.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
 
 #include "kvc/fuzz/campaign.h"
 #include "kvc/testkit/backing_diff.h"
+#include "kvc/testkit/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -109,6 +116,136 @@ TEST(PlantedDefect, DequantizationBoundCatchesAnOffByOneCode) {
     if ((out.cache[at] & 0x7F) < 0x7D) out.cache[at] = static_cast<std::uint8_t>(out.cache[at] + 2);  // two codes up
   });
   expect_property_fails("dequantization-bound", sut);
+}
+
+TEST(PlantedDefect, DifferentialCatchesAFlippedBit) {
+  DefectiveBackend sut(damage_last_live_token);
+  expect_property_fails("differential", sut);
+}
+
+TEST(PlantedDefect, SlotMinusOneCatchesAWriteForASkippedRow) {
+  // SGLang's store kernel does not skip negative slots (int64 truncation lands on slot 0).
+  DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
+    for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+      if (c.slots.load<std::int64_t>(t) >= 0) continue;
+      out.cache[static_cast<std::size_t>(oracle::token_data_offset(testkit::view_of(c), 0))] = 0x5A;
+      return;
+    }
+  });
+  expect_property_fails("slot-minus-one-is-noop", sut);
+}
+
+TEST(PlantedDefect, KvOnlyEqualsLegacyCatchesALegacyOnlyKvDefect) {
+  DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
+    if (c.op == InsertOp::kLegacy) damage_last_live_token(c, out);
+  });
+  expect_property_fails("kv-only-equals-legacy", sut);
+}
+
+// A backend that validates at the contract level only: every strict rule goes unchecked.
+class ContractLevelOnlyBackend final : public testkit::Backend {
+ public:
+  std::string name() const override { return "oracle without the strict rules"; }
+  Status run(const InsertCase& c, InsertOutputs& out) override {
+    oracle::OracleOptions options;
+    options.level = ValidationLevel::kContract;
+    return testkit::OracleBackend(options).run(c, out);
+  }
+};
+
+// A backend that writes one byte before it validates.
+class WritesBeforeValidatingBackend final : public testkit::Backend {
+ public:
+  std::string name() const override { return "oracle that writes before validating"; }
+  Status run(const InsertCase& c, InsertOutputs& out) override {
+    if (!out.cache.empty()) out.cache[0] ^= 0x01;
+    return oracle_.run(c, out);
+  }
+
+ private:
+  testkit::OracleBackend oracle_;
+};
+
+// A backend that rejects what it should, writes nothing, but reports every rejection as kv's shape.
+class WrongCodeBackend final : public testkit::Backend {
+ public:
+  std::string name() const override { return "oracle that reports every rejection as E102"; }
+  Status run(const InsertCase& c, InsertOutputs& out) override {
+    const Status s = oracle_.run(c, out);
+    return s.ok() ? s : Error(ErrorCode::kKvShape, "wrong code");
+  }
+
+ private:
+  testkit::OracleBackend oracle_;
+};
+
+void expect_invalid_rejected_fails(testkit::Backend& sut) {
+  const PropertyOutcome o = run_property(*find_property("invalid-rejected"), sut, RunConfig{7, 200, 30, true});
+  EXPECT_FALSE(o.passed) << "invalid-rejected did not notice " << sut.name() << " in " << o.cases << " cases";
+  ASSERT_TRUE(o.failure.has_value());
+  std::printf("invalid-rejected caught %s:\n%s\n", sut.name().c_str(), o.failure->message.substr(0, 600).c_str());
+}
+
+TEST(PlantedDefect, InvalidRejectedCatchesAMissingStrictRule) {
+  ContractLevelOnlyBackend sut;
+  expect_invalid_rejected_fails(sut);
+}
+
+TEST(PlantedDefect, InvalidRejectedCatchesAWrongCode) {
+  WrongCodeBackend sut;
+  expect_invalid_rejected_fails(sut);
+}
+
+TEST(PlantedDefect, InvalidRejectedCatchesAWriteBeforeValidation) {
+  WritesBeforeValidatingBackend sut;
+  expect_invalid_rejected_fails(sut);
+}
+
+// decoder-total reads the codec, not a backend: the defect is a locate() that, on the first page
+// of a cache with more, names the slot one page further (still inside the cache).
+TEST(PlantedDefect, DecoderTotalCatchesALocateOffByOnePage) {
+  CodecUnderTest codec;
+  codec.locate = [](const oracle::PagedCacheView& v, std::int64_t off) {
+    oracle::ByteLocation loc = oracle::locate(v, off);
+    if (loc.page == 0 && loc.slot >= 0 && v.num_blocks > 1) loc.slot += v.block_size;
+    return loc;
+  };
+  testkit::OracleBackend oracle;
+  Coverage coverage;
+  std::optional<FailureRecord> failure;
+  PropertyContext ctx{oracle, coverage, &failure, &codec};
+  const PropertySpec& p = *find_property("decoder-total");
+  int failed = 0;
+  for (RecordFormat f : kAllFormats) {
+    const PropertyInput in{testkit::small_valid_case(InsertOp::kKvOnly, f), 5};
+    failure.reset();
+    try {
+      p.check(in, ctx);
+    } catch (...) {  // RC_FAIL outside a RapidCheck run
+    }
+    if (failure) {
+      ++failed;
+      std::printf("decoder-total caught it on %s: %s\n", std::string(layout_of(f).name).c_str(), failure->message.c_str());
+    }
+  }
+  EXPECT_EQ(failed, static_cast<int>(kAllFormats.size()));
+  // And the oracle's own codec passes the same inputs.
+  ctx.codec = nullptr;
+  for (RecordFormat f : kAllFormats) {
+    failure.reset();
+    EXPECT_NO_THROW(p.check(PropertyInput{testkit::small_valid_case(InsertOp::kKvOnly, f), 5}, ctx));
+    EXPECT_FALSE(failure.has_value());
+  }
+}
+
+// The names of the properties that have a planted-defect test in this file. Adding a property
+// without one fails here.
+TEST(PlantedDefect, EveryPropertyHasOne) {
+  const std::set<std::string> covered = {
+      "differential", "slot-minus-one-is-noop", "locality", "kv-only-equals-legacy", "token-permutation", "split-batch",
+      "idempotent", "scale-by-power-of-two", "negation-flips-sign", "dequantization-bound", "invalid-rejected", "decoder-total"};
+  for (const PropertySpec& p : all_properties())
+    EXPECT_TRUE(covered.count(p.name)) << "property " << p.name << " has no planted-defect test";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp8_e4m3.h"
+#include "kvc/oracle/parallel_rows.h"
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
 #include "kvc/oracle/storage16.h"
@@ -36,15 +37,21 @@ void put16(std::vector<std::uint8_t>& b, std::int64_t off, std::uint16_t v) {
 
 }  // namespace
 
-void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x) {
+void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x, std::optional<float> kv_norm_inverse) {
   const DType dt = c.kv.meta.dtype;
   for (int d = 0; d < kHeadDim; ++d) x[d] = widen16(c.kv.load<std::uint16_t>(row * kHeadDim + d), dt);
   if (c.kv_norm_weight.present) {
     std::uint16_t w[kHeadDim];
     for (int d = 0; d < kHeadDim; ++d) w[d] = c.kv_norm_weight.load<std::uint16_t>(d);
-    kv_norm_row(x, w, c.kv_norm_eps);
+    kv_norm_row_with_inverse(x, w, kv_norm_inverse ? *kv_norm_inverse : row_rms_inverse(x, c.kv_norm_eps));
   }
   rope_at_row_position(c, row, x);
+}
+
+float kv_norm_rms_inverse(const InsertCase& c, std::int64_t row) {
+  float x[kHeadDim];
+  for (int d = 0; d < kHeadDim; ++d) x[d] = widen16(c.kv.load<std::uint16_t>(row * kHeadDim + d), c.kv.meta.dtype);
+  return row_rms_inverse(x, c.kv_norm_eps);
 }
 
 void rope_at_row_position(const InsertCase& c, std::int64_t row, float* row512) {
@@ -55,11 +62,11 @@ void rope_at_row_position(const InsertCase& c, std::int64_t row, float* row512) 
 }
 
 void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t row,
-                   std::vector<std::uint8_t>& backing, const OracleOptions& o) {
+                   std::vector<std::uint8_t>& backing, const OracleOptions& o, std::optional<float> kv_norm_inverse) {
   const std::int64_t slot = c.slots.load<std::int64_t>(row);
   if (slot < 0) return;
   float x[kHeadDim];
-  kv_row_after_rope(c, row, x);
+  kv_row_after_rope(c, row, x, kv_norm_inverse);
   const RecordLayout& l = view.layout();
   const DType dt = c.kv.meta.dtype;
   const std::int64_t data = token_data_offset(view, slot);
@@ -87,16 +94,19 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
     for (int d = 0; d < kHeadDim; ++d) backing[static_cast<std::size_t>(data + d)] = quantize(x[d] * inv, o);
     return;
   }
-  // bf16_512: NoPE dims keep the input bits unless kv_norm rewrote them; RoPE dims get one bf().
-  for (int d = 0; d < kHeadDim; ++d) {
-    const bool keep_input = d < kNopeDim && !c.kv_norm_weight.present;
-    put16(backing, data + 2 * d, keep_input ? c.kv.load<std::uint16_t>(row * kHeadDim + d) : float_to_bf16(x[d]));
-  }
+  // bf16_512 (docs/contract.md §3.6, version 2): every dim is stored as bf() of its fp32 value.
+  // NoPE dims therefore reproduce the input bits, except NaN, which becomes 0x7FFF whatever its
+  // sign and payload (version 1 kept the payload; the upstream kernel does not).
+  for (int d = 0; d < kHeadDim; ++d) put16(backing, data + 2 * d, float_to_bf16(x[d]));
 }
 
 void insert_kv_rows(const InsertCase& c, std::vector<std::uint8_t>& backing, const OracleOptions& o) {
   const PagedCacheView view = PagedCacheView::of(c.cache, *format_of(c), c.kv.meta.dtype);
-  for (std::int64_t t = 0; t < c.num_inserted(); ++t) insert_kv_row(c, view, t, backing, o);
+  // Parallel only when no two rows can write the same byte; else row order, last writer wins.
+  const bool parallel = c.num_inserted() >= 2 * kMinRowsPerThread && kv_rows_write_disjoint_bytes(c);
+  parallel_rows(c.num_inserted(), parallel ? resolve_oracle_threads(o.threads) : 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t t = begin; t < end; ++t) insert_kv_row(c, view, t, backing, o);
+  });
 }
 
 Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& o) {

@@ -30,13 +30,21 @@ float rms_inverse(float sum_of_squares, float eps) {
   return rsqrt_rn(std::fma(sum_of_squares, 1.0f / static_cast<float>(kHeadDim), eps));
 }
 
-void q_norm_row(float* row512, float eps) {
-  const float r = rms_inverse(lane_ordered_sum_of_squares(row512), eps);
+float row_rms_inverse(const float* row512, float eps) {
+  return rms_inverse(lane_ordered_sum_of_squares(row512), eps);
+}
+
+void q_norm_row(float* row512, float eps) { q_norm_row_with_inverse(row512, row_rms_inverse(row512, eps)); }
+
+void kv_norm_row(float* row512, const std::uint16_t* weight_bf16, float eps) {
+  kv_norm_row_with_inverse(row512, weight_bf16, row_rms_inverse(row512, eps));
+}
+
+void q_norm_row_with_inverse(float* row512, float r) {
   for (int d = 0; d < kHeadDim; ++d) row512[d] = row512[d] * r;
 }
 
-void kv_norm_row(float* row512, const std::uint16_t* weight_bf16, float eps) {
-  const float r = rms_inverse(lane_ordered_sum_of_squares(row512), eps);
+void kv_norm_row_with_inverse(float* row512, const std::uint16_t* weight_bf16, float r) {
   for (int d = 0; d < kHeadDim; ++d) {
     const float normed = row512[d] * r;
     row512[d] = round_through_bf16(normed * bf16_to_float(weight_bf16[d]));

@@ -27,7 +27,7 @@ const char* edge_class_name(EdgeClass c);
 struct Injection {
   EdgeClass cls = EdgeClass::kNaN;
   std::uint32_t row = 0;    // index into the live rows (modulo their count)
-  std::uint32_t block = 0;  // quantization block (modulo the NoPE blocks)
+  std::uint32_t block = 0;  // block of the row (modulo its blocks, the RoPE dims' included)
   std::uint32_t dim = 0;    // dim inside the block (modulo its width)
   int power = 0;            // k of 448 * 2^k for the amax classes
 };
@@ -48,6 +48,7 @@ struct CaseRecipe {
   bool base10000_table = false;
   int fp8_scale_choice = 0;
   bool fused_kv_norm = false;
+  bool fp16 = false;  // legacy op, formats other than bf16_512: kv and q in float16
   std::uint64_t seed = 0;  // values, slots, positions, table
   std::vector<Injection> injections;
   // legacy
@@ -59,8 +60,10 @@ struct CaseRecipe {
 InsertCase build_case(const CaseRecipe& r);
 
 // Classes present in a case's live rows (slot >= 0, row < M), read from its bytes: the edge
-// classes by name plus structural ones ("format:packed528", "slots:some-skipped", "dp-padding",
-// "block-size:non-pow2", "page-padding", "tokens:zero", "tokens:>=1024", "op:legacy", ...).
+// classes of the NoPE dims by name, the special values of the RoPE dims ("rope-dims:nan",
+// "rope-dims:inf", "rope-dims:-0", "rope-dims:subnormal"), plus structural ones
+// ("format:packed528", "slots:some-skipped", "dp-padding", "block-size:non-pow2", "page-padding",
+// "tokens:zero", "tokens:>=1024", "op:legacy", "kv:f16", ...).
 std::vector<std::string> classify(const InsertCase& c);
 
 // Counts of classes seen across a run.

@@ -3,7 +3,8 @@
 // gen_recipe() draws every dimension the contract varies: format, op, block size (powers of two
 // and not, 1..512), pages, page padding, token count (0..4096, growing with RapidCheck's size),
 // DP-padding rows, slot patterns (none/some/all -1), positions, random or base-10000 tables,
-// injected edge values, and the legacy op's heads, padding and flags. Shrinking acts on the
+// injected edge values (into NoPE and RoPE dims), and the legacy op's heads, padding, flags and
+// 16-bit type (bf16 or fp16). Shrinking acts on the
 // recipe, so a shrunk problem is still a valid problem of the same kind.
 #pragma once
 

@@ -3,7 +3,12 @@
 // Each property checks one claim of the contract on generated problems. All runs go through the
 // backend under test (the oracle by default, a mutant oracle in the mutation test, the kernels
 // later), so metamorphic claims (permutation, splitting, idempotence, ...) hold for whatever runs;
-// the differential property compares it against the oracle byte for byte.
+// the differential property compares it against the oracle byte for byte (under the rsqrt mode
+// the backend declares, testkit/approx_rsqrt.h). Every property has a planted-defect test
+// (fuzz/test/fuzz_planted_defect_test.cpp) that shows it failing on the defect it exists to catch.
+// With the oracle as the backend under test, differential and kv-only-equals-legacy compare the
+// oracle with itself (the legacy op runs the KV-only encoder) and cannot fail: they become
+// meaningful when a kernel backend is under test.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,7 @@
 
 #include "kvc/fuzz/case_recipe.h"
 #include "kvc/fuzz/generators.h"
+#include "kvc/oracle/record_codec.h"
 #include "kvc/testkit/backend.h"
 
 namespace kvc::fuzz {
@@ -24,10 +30,18 @@ struct FailureRecord {
   std::string message;
 };
 
+// The record codec entry points decoder-total exercises. Null members mean the oracle's own;
+// the planted-defect test substitutes a defective one to show the property can fail.
+struct CodecUnderTest {
+  std::function<oracle::ByteLocation(const oracle::PagedCacheView&, std::int64_t)> locate;
+  std::function<oracle::DecodedRecord(const std::vector<std::uint8_t>&, const oracle::PagedCacheView&, std::int64_t)> decode;
+};
+
 struct PropertyContext {
   testkit::Backend& sut;
   Coverage& coverage;
   std::optional<FailureRecord>* last_failure;
+  const CodecUnderTest* codec = nullptr;  // decoder-total only; null: the oracle's codec
 };
 
 struct PropertySpec {

@@ -1,4 +1,4 @@
-// bf16.h: bfloat16 widening and round-to-nearest-even narrowing (SPEC.md §2).
+// bf16.h: bfloat16 widening and round-to-nearest-even narrowing (docs/contract.md §2).
 //
 // bf16 is the upper half of an fp32, so widening is exact. Narrowing is RNE with overflow to
 // +-Inf; NaN becomes the canonical quiet NaN 0x7FFF (sign and payload dropped), which is what

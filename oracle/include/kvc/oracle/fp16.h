@@ -1,6 +1,6 @@
 // fp16.h: IEEE binary16 widening and RNE narrowing.
 //
-// Needed only where the legacy op accepts fp16 q/kv (SPEC.md §4): every bf16 rounding of the KV
+// Needed only where the legacy op accepts fp16 q/kv (docs/contract.md §4): every bf16 rounding of the KV
 // side then becomes an fp16 rounding. Narrowing is RNE including subnormals, overflow to +-Inf,
 // NaN to the canonical 0x7FFF (CUDA's __float2half_rn behaviour).
 #pragma once

@@ -1,4 +1,4 @@
-// fp8_e4m3.h: OCP e4m3fn encode and decode (SPEC.md §1-2).
+// fp8_e4m3.h: OCP e4m3fn encode and decode (docs/contract.md §1-2).
 //
 // e4m3fn: bias 7, 3 mantissa bits, subnormals, no Inf, NaN = 0x7F/0xFF, largest finite 448.
 // Two encoders, because the contract's behaviour on NaN comes from the clamp in front of the

@@ -1,4 +1,4 @@
-// kv_insert.h: the KV-only insert (fused_deepseek_v4_kv_rope_insert), SPEC.md §3-4.
+// kv_insert.h: the KV-only insert (fused_deepseek_v4_kv_rope_insert), docs/contract.md §3-4.
 //
 // For every row t < slots.size(0) with slot >= 0: widen, [kv_norm], GPT-J RoPE on dims 448..511,
 // then the format's encoding into the record addressed by the slot. Rows >= slots.size(0) are
@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kvc/insert_case.h"
@@ -22,12 +23,20 @@ Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptio
 // The KV side shared by both ops: every row t < slots.size(0) of an already validated case.
 void insert_kv_rows(const InsertCase& c, std::vector<std::uint8_t>& backing, const OracleOptions& options);
 
-// One row of it: encodes row t into `backing`. A negative slot writes nothing.
+// One row of it: encodes row t into `backing`. A negative slot writes nothing. With a fused
+// kv_norm, `kv_norm_inverse` replaces the norm's correctly rounded r (an approximate-rsqrt check
+// recomputes a record with r' this way, docs/contract.md §2); it is ignored without kv_norm.
 void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t row,
-                   std::vector<std::uint8_t>& backing, const OracleOptions& options);
+                   std::vector<std::uint8_t>& backing, const OracleOptions& options,
+                   std::optional<float> kv_norm_inverse = std::nullopt);
 
-// The fp32 row the record encodes: widened input, optional kv_norm, then RoPE.
-void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* out512);
+// The fp32 row the record encodes: widened input, optional kv_norm (with r given or the
+// correctly rounded one), then RoPE.
+void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* out512,
+                       std::optional<float> kv_norm_inverse = std::nullopt);
+
+// The correctly rounded r of row `row`'s fused kv_norm (the case must have a norm weight).
+float kv_norm_rms_inverse(const InsertCase& c, std::int64_t row);
 
 // GPT-J RoPE of dims 448..511 with the cos/sin row of row `row`'s position (KV rows and Q heads).
 void rope_at_row_position(const InsertCase& c, std::int64_t row, float* row512);

@@ -24,6 +24,9 @@ struct OracleOptions {
   ValidationLevel level = ValidationLevel::kStrict;
   ExponentRule exponent_rule = ExponentRule::kDeviceLog2f;
   OracleMutation mutation = OracleMutation::kNone;
+  // Threads for large cases (parallel_rows.h): 0 = KVC_ORACLE_THREADS when set, else every
+  // hardware thread. The bytes are the same for any count.
+  int threads = 0;
 };
 
 }  // namespace kvc::oracle

@@ -1,4 +1,4 @@
-// record_codec.h: where every byte of a paged cache lives, and what it means (SPEC.md §3).
+// record_codec.h: where every byte of a paged cache lives, and what it means (docs/contract.md §3).
 //
 // The codec is the one place that knows the four layouts: the ops write through its address
 // functions, the comparator explains a differing byte with locate(), and the decoder turns any

@@ -1,4 +1,4 @@
-// rope.h: rotary position embedding in the contract's rounding pattern (SPEC.md §2).
+// rope.h: rotary position embedding in the contract's rounding pattern (docs/contract.md §2).
 //
 // One rotation of a pair (a, b) by (c, s) is computed as
 //   a' = fma(a, c, -fl(b * s))      b' = fma(a, s, fl(b * c))

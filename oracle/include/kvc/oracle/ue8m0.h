@@ -1,4 +1,4 @@
-// ue8m0.h: UE8M0 (E8M0) block scales and the scale-exponent rule (SPEC.md §2).
+// ue8m0.h: UE8M0 (E8M0) block scales and the scale-exponent rule (docs/contract.md §2).
 //
 // A block scale is a power of two 2^E stored as the byte E + 127 (0xFF = NaN). The exponent of a
 // block is E = ceil(log2(q)) with q = fl(amax / 448). Kernels compute that with

@@ -33,6 +33,15 @@ class Backend {
   // Runs the case into caller-provided outputs (backing prefilled by the caller). A rejected case
   // returns its error and must leave the outputs untouched.
   virtual Status run(const InsertCase& c, InsertOutputs& out) = 0;
+  // How the backend computes r = rsqrt(...) of an RMSNorm row: the legacy op's Q-norm
+  // (q_norm = true) or the kv_norm fused in front of the KV-only insert (q_norm = false).
+  // Correctly rounded unless declared otherwise; a backend that uses the hardware approximation
+  // declares kApproximate and is then checked by approx_rsqrt.h (docs/contract.md §2, §6).
+  virtual RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const {
+    (void)op;
+    (void)q_norm;
+    return RsqrtMode::kCorrectlyRounded;
+  }
 };
 
 class OracleBackend final : public Backend {

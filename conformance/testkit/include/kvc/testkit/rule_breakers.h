@@ -1,9 +1,13 @@
 // rule_breakers.h: one way to break each validation rule, applied to an otherwise valid case.
 //
 // The invalid-input matrix and the invalid-problem fuzz generator both draw from this table, so
-// every rule of SPEC.md §5 is broken the same way everywhere and adding a rule means adding one
-// row. A breaker changes exactly one thing; applied to a valid case it must make the op reject with
-// `code` at `level` (and at kStrict, since strict includes contract).
+// every rule of docs/contract.md §5 is broken the same way everywhere and adding a rule means
+// adding one row. There is a breaker per validation site, not only per error code: where
+// contract/src/validate.cpp returns the same code from several places (kv missing or of the
+// wrong shape, three device checks, two kv dtype checks, two kv_norm weight checks, page and
+// token strides), each place has its own row. A breaker changes exactly one thing; applied to a
+// valid case it must make the op reject with `code` at `level` (and at kStrict, since strict
+// includes contract).
 #pragma once
 
 #include <functional>
