@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The GPU gate: what to run on a machine with a CUDA GPU. Configures and builds the default preset
+# with CUDA required, runs every GPU test (label gpu: the kernel matrix, the upstream DSpark test,
+# both legacy grids, invalid inputs through the ABI, the device exhaustive sweeps, the device fuzz
+# properties, the example shim) against our kernels, and then, for each --kernels PATH (or
+# KVC_KERNELS), the same suite against that library. Prints a summary; exit 0 only when every
+# stage passes and no GPU test was skipped for want of a device.
+#
+# It needs no network and never calls apt (GPU machines are often offline): the compilers, CMake
+# and Ninja must be installed, and the libraries either installed or staged as unpacked Debian
+# packages in .deps/root (see the README, "Running the GPU suite"), which this script puts on
+# CMAKE_PREFIX_PATH and LD_LIBRARY_PATH. Without RapidCheck the device fuzz properties are not
+# built; the gate says so and goes on.
+#
+#   ci/device-gate.sh [--kernels PATH.so]... [--jobs N] [--no-exhaustive] [--no-fuzz] [--skip-build]
+#
+# Build directory: build/default (KVC_GATE_BUILD_DIR overrides); logs: build/device-gate/<stage>.log
+# (KVC_GATE_LOG_DIR overrides).
+set -euo pipefail
+KVC_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$KVC_ROOT"
+
+build_dir="${KVC_GATE_BUILD_DIR:-$KVC_ROOT/build/default}"
+log_dir="${KVC_GATE_LOG_DIR:-$KVC_ROOT/build/device-gate}"
+jobs="$(nproc)"
+libraries=()
+[ -n "${KVC_KERNELS:-}" ] && libraries+=("$KVC_KERNELS")
+exclude_labels=()
+skip_build=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --kernels) libraries+=("$(realpath "$2")"); shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --no-exhaustive) exclude_labels+=(exhaustive); shift ;;
+    --no-fuzz) exclude_labels+=(fuzz); shift ;;
+    --skip-build) skip_build=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "device-gate: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+unset KVC_KERNELS  # the first suite run is always our own kernels
+mkdir -p "$log_dir"
+
+# Staged dependencies (apt-get download + dpkg -x into .deps/root): no network needed.
+deps="$KVC_ROOT/.deps/root"
+if [ -d "$deps" ]; then
+  export CMAKE_PREFIX_PATH="$deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "device-gate: using staged dependencies in $deps"
+fi
+
+echo "device-gate: machine"
+if command -v nvidia-smi >/dev/null; then nvidia-smi -L || true; else echo "  nvidia-smi not found"; fi
+command -v nvcc >/dev/null && nvcc --version | tail -1
+echo "  $(nproc) CPU cores; ctest jobs: $jobs"
+
+declare -a names results
+run_stage() {
+  local name="$1" log="$2"; shift 2
+  names+=("$name")
+  echo
+  echo "=== $name (log: $log)"
+  local start=$SECONDS rc
+  set +e
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -eq 0 ]; then results+=("PASS $((SECONDS - start)) s"); else results+=("FAIL $((SECONDS - start)) s"); fi
+}
+
+configure_and_build() {
+  local generator=()
+  command -v ninja >/dev/null || generator=(-G "Unix Makefiles")
+  cmake -S "$KVC_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKVC_CUDA=ON || return
+  if grep -q "^rapidcheck_DIR:PATH=.*NOTFOUND" "$build_dir/CMakeCache.txt"; then
+    echo "device-gate: WARNING: RapidCheck not found: the device fuzz properties (fuzz_device_test) are not built"
+  fi
+  cmake --build "$build_dir" -j "$jobs"
+}
+
+# ctest over label gpu, against our kernels or the library given. A GPU test that skipped because
+# no device was found fails the gate: on this machine there must be one.
+gpu_suite() {
+  local library="${1:-}"
+  local ctest_args=(--test-dir "$build_dir" -L gpu --output-on-failure -j "$jobs" --no-tests=error)
+  if [ ${#exclude_labels[@]} -gt 0 ]; then
+    ctest_args+=(-LE "$(IFS='|'; echo "${exclude_labels[*]}")")
+  fi
+  local status=0
+  if [ -n "$library" ]; then
+    KVC_KERNELS="$library" ctest "${ctest_args[@]}" || status=$?
+  else
+    ctest "${ctest_args[@]}" || status=$?
+  fi
+  if grep -qs "no usable CUDA device\|no CUDA device" "$build_dir/Testing/Temporary/LastTest.log"; then
+    echo "device-gate: GPU tests were skipped for want of a CUDA device: this gate needs one"
+    status=1
+  fi
+  return $status
+}
+
+if [ $skip_build -eq 0 ]; then
+  run_stage "configure and build (CUDA on)" "$log_dir/build.log" configure_and_build
+fi
+run_stage "GPU suite, our kernels" "$log_dir/gpu-builtin.log" gpu_suite
+for lib in "${libraries[@]}"; do
+  run_stage "GPU suite, KVC_KERNELS=$(basename "$lib")" "$log_dir/gpu-$(basename "$lib").log" gpu_suite "$lib"
+done
+
+echo
+echo "kvconform device gate summary"
+status=0
+for i in "${!names[@]}"; do
+  printf '  %-48s %s\n' "${names[$i]}" "${results[$i]}"
+  case "${results[$i]}" in PASS*) ;; *) status=1 ;; esac
+done
+exit $status

@@ -1,0 +1,208 @@
+// invalid_input_test.cpp (GPU): every validation rule, broken alone (testkit rule breakers), for
+// every op and format it applies to, through the kernel library.
+//
+// Who can see a rule decides how it is tested (docs/contract.md §5, validate.h ValueAccess):
+//  - Metadata rules (dtype, shape, strides, alignment, flags): the library's ABI wrapper sees
+//    them. The case goes straight to the ABI, host validation off, and the ABI itself must
+//    return the rule's exact code, launch nothing and leave every buffer byte-identical.
+//  - Value rules (slot or position out of range, duplicate slot, scale values): a wrapper sees
+//    device pointers only and cannot check them without a copy and a synchronisation. The
+//    harness checks them on the host before every normal call; here the case goes straight to
+//    the ABI to show what the kernels do with it: nothing may be written outside the records the
+//    case addresses (guard zones, page padding, other slots), and a row whose slot or position
+//    is out of range must be skipped: the cache then equals the oracle's for the same case with
+//    those rows' slots set to -1. (A duplicate slot or a bad scale may leave any bytes inside
+//    the addressed records: that is the caller's race or garbage, not memory corruption.)
+//  - Harness rules (3xx: host buffers that do not cover the case) and metadata a DLTensor cannot
+//    express (strides of another length than sizes, negative offsets, an unknown op): rejected
+//    by the host validation of the device backend, with the rule's code, before any upload.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <set>
+
+#include "gpu_test_support.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/backing_diff.h"
+#include "kvc/testkit/rule_breakers.h"
+#include "kvc/testkit/small_cases.h"
+#include "kvc/validate.h"
+
+namespace kvc {
+namespace {
+
+struct MatrixEntry {
+  const testkit::RuleBreaker* breaker;
+  InsertOp op;
+  RecordFormat format;
+};
+
+std::string entry_name(const MatrixEntry& e) {
+  std::string f(layout_of(e.format).name);
+  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
+  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+}
+
+void PrintTo(const MatrixEntry& e, std::ostream* os) { *os << entry_name(e); }
+
+std::vector<MatrixEntry> matrix() {
+  std::vector<MatrixEntry> m;
+  for (const testkit::RuleBreaker& b : testkit::rule_breakers())
+    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
+      for (RecordFormat f : kAllFormats)
+        if (b.applies(op, f)) m.push_back({&b, op, f});
+  return m;
+}
+
+enum class Route { kAbiMetadata, kAbiValues, kHostHarness };
+
+bool is_harness_code(ErrorCode code) {
+  const int n = static_cast<int>(code);
+  return n >= 300 && n < 400;  // status.h: 3xx = the caller's buffers do not fit the case
+}
+
+// How a broken case is tested, from what a metadata-only validator sees of it.
+Route route_of(const testkit::RuleBreaker& b, const InsertCase& broken) {
+  if (is_harness_code(b.code) || !testkit::abi_inexpressible(broken).empty()) return Route::kHostHarness;
+  if (validate_insert(broken, ValidationLevel::kStrict, ValueAccess::kMetadataOnly).code == b.code) return Route::kAbiMetadata;
+  return Route::kAbiValues;
+}
+
+// Rows t < M that a device must skip: slot beyond the cache, or a position the op reads outside
+// [0, max_pos).
+std::vector<std::int64_t> rows_to_skip(const InsertCase& c) {
+  std::vector<std::int64_t> rows;
+  const std::int64_t capacity = c.cache.num_blocks * c.block_size;
+  const std::int64_t max_pos = c.cos_sin.meta.size(0);
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t s = c.slots.load<std::int64_t>(t);
+    const std::int64_t p = c.positions.load<std::int64_t>(t);
+    if (s >= capacity || (s >= 0 && (p < 0 || p >= max_pos))) rows.push_back(t);
+  }
+  return rows;
+}
+
+// The ABI has no "absent" for these: a NULL pointer is a malformed call, not a rule.
+bool required_tensor_missing(const InsertCase& c) {
+  return !c.kv.present || !c.slots.present || !c.positions.present || !c.cos_sin.present ||
+         (c.op == InsertOp::kLegacy && !c.q.present);
+}
+
+class InvalidInputThroughAbi : public ::testing::TestWithParam<MatrixEntry> {};
+
+TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const MatrixEntry& e = GetParam();
+  InsertCase c = testkit::small_valid_case(e.op, e.format);
+  {
+    testkit::DeviceBackend probe = gpu::make_backend();
+    KVC_REQUIRE_SUPPORT(probe, c);  // asked of the valid case: the broken one may name no format
+  }
+  InsertOutputs out = testkit::make_outputs(c);
+  ASSERT_TRUE(e.breaker->apply(c, out)) << "the base case must offer the breaker something to break";
+  const InsertOutputs before = out;
+  const Route route = route_of(*e.breaker, c);
+
+  if (route == Route::kHostHarness) {
+    testkit::DeviceBackend device = gpu::make_backend();
+    const Status s = device.run(c, out);
+    EXPECT_EQ(s.code, e.breaker->code) << "host harness rule: got " << s.ToString();
+    EXPECT_FALSE(device.last_checks().abi_called) << "a case the harness rejects must never reach the library";
+    EXPECT_EQ(out.cache, before.cache);
+    EXPECT_EQ(out.q_out, before.q_out);
+    return;
+  }
+
+  testkit::DeviceBackendOptions direct;
+  direct.host_validation = false;
+  testkit::DeviceBackend device = gpu::make_backend(direct);
+  std::string thrown;  // a 4xx status, checked below against what the rule's ABI form calls for
+  try {
+    device.run(c, out);
+  } catch (const testkit::KernelCallError& error) {
+    thrown = error.what();
+  }
+  EXPECT_TRUE(device.last_checks().abi_called);
+
+  if (route == Route::kAbiMetadata) {
+    // A required tensor that is absent reaches the ABI as a NULL pointer, which kernel_abi.h
+    // answers with KVC_STATUS_BAD_ARGUMENT; every other rule with its own code.
+    const int expected = required_tensor_missing(c) ? KVC_STATUS_BAD_ARGUMENT : static_cast<int>(e.breaker->code);
+    EXPECT_EQ(device.last_checks().abi_status, expected)
+        << "metadata rule " << e.breaker->name << " (E" << static_cast<int>(e.breaker->code) << " " << error_name(e.breaker->code)
+        << "): the ABI must reject it with " << expected << ", got " << device.last_checks().abi_status << ": "
+        << device.last_checks().abi_message << thrown;
+    EXPECT_TRUE(gpu::clean(device)) << "a rejected call must launch nothing and leave every buffer unchanged";
+    EXPECT_EQ(out.cache, before.cache);
+    EXPECT_EQ(out.q_out, before.q_out);
+    return;
+  }
+
+  // Value rule, invisible to the wrapper: accepted (or, if the library does see it, rejected
+  // with its code and nothing written), and no stray writes either way.
+  const int status = device.last_checks().abi_status;
+  ASSERT_TRUE(status == KVC_STATUS_OK || status == static_cast<int>(e.breaker->code))
+      << "value rule " << e.breaker->name << ": got " << status << ": " << device.last_checks().abi_message << thrown;
+  ASSERT_TRUE(gpu::clean(device));
+  if (status != KVC_STATUS_OK) {
+    EXPECT_EQ(out.cache, before.cache);
+    return;
+  }
+  const testkit::DiffReport written = testkit::diff_case_backings(c, before.cache, out.cache);
+  for (const char* stray : {"page padding", "row gap", "outside the cache", "foreign slot"}) {
+    if (written.count_by_class.count(stray) == 0) continue;
+    testkit::ReportContext ctx;
+    ctx.expected_name = "canary";
+    ctx.actual_name = "backing after the call";
+    ADD_FAILURE() << "value rule " << e.breaker->name << ": bytes outside the addressed records changed (" << stray << ")\n"
+                  << testkit::format_case_report(c, written, before.cache, out.cache, ctx);
+  }
+
+  const std::vector<std::int64_t> skipped = rows_to_skip(c);
+  if (skipped.empty()) return;  // duplicate slots, scale values: any bytes inside the records
+  InsertCase sanitized = c;
+  for (std::int64_t t : skipped) sanitized.slots.store<std::int64_t>(t, -1);
+  InsertOutputs expected = before;
+  testkit::OracleBackend oracle(oracle::OracleOptions{ValidationLevel::kContract});
+  InsertCase oracle_case = sanitized;
+  // The oracle refuses positions it would read out of range; rows skipped here read none, but a
+  // legacy Q row still would: the contract leaves such a token's Q output unspecified, so only
+  // the cache is compared then (its Q rows are the device's own).
+  const bool q_unspecified = c.op == InsertOp::kLegacy && !validate_insert(sanitized, ValidationLevel::kContract).ok();
+  if (q_unspecified) {
+    for (std::int64_t t = 0; t < oracle_case.num_rows(); ++t) {
+      const std::int64_t p = oracle_case.positions.load<std::int64_t>(t);
+      if (p < 0 || p >= oracle_case.cos_sin.meta.size(0)) oracle_case.positions.store<std::int64_t>(t, 0);
+    }
+  }
+  const Status os = oracle.run(oracle_case, expected);
+  ASSERT_TRUE(os.ok()) << "the sanitized case must be valid: " << os.ToString();
+  if (q_unspecified) expected.q_out = out.q_out;
+  EXPECT_TRUE(gpu::matches_oracle(sanitized, expected, out, gpu::declared_mode(device, c),
+                                  e.breaker->name + ": rows with an out-of-range slot or position must be skipped"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, InvalidInputThroughAbi, ::testing::ValuesIn(matrix()),
+                         [](const ::testing::TestParamInfo<MatrixEntry>& p) { return entry_name(p.param); });
+
+// The routes above only prove something if each one is taken: a table edit that turned every
+// metadata rule into a "value" rule would otherwise pass silently. Needs no device.
+TEST(InvalidInputRoutes, EveryRouteIsTakenAndEveryCodeIsCovered) {
+  std::set<int> routes;
+  std::set<ErrorCode> codes;
+  for (const MatrixEntry& e : matrix()) {
+    InsertCase c = testkit::small_valid_case(e.op, e.format);
+    InsertOutputs out = testkit::make_outputs(c);
+    if (!e.breaker->apply(c, out)) continue;
+    routes.insert(static_cast<int>(route_of(*e.breaker, c)));
+    codes.insert(e.breaker->code);
+  }
+  EXPECT_EQ(routes.size(), 3u) << "metadata, value and harness routes must all be exercised";
+  for (ErrorCode code : kAllErrorCodes) {
+    if (code == ErrorCode::kOk) continue;
+    EXPECT_TRUE(codes.count(code)) << "no rule breaker for E" << static_cast<int>(code) << " " << error_name(code);
+  }
+}
+
+}  // namespace
+}  // namespace kvc

@@ -1,0 +1,92 @@
+// kv_insert_test.cpp (GPU): the KV-only insert of the kernel library against the oracle.
+//
+// KernelMatrixKvOnly: every scenario of cases::kernel_matrix(kKvOnly) (format x tokens 0..262144
+// x block size x dense/padded pages): the whole backing, canary 0xA5 included, equals the
+// oracle's byte for byte; guard zones before and after every device buffer are intact; kv and
+// every other input are unchanged; a second run writes identical bytes. Catches: wrong record
+// bytes, writes into page padding, skipped slots or other records, writes past the cache (guard
+// zones), inputs modified in place, nondeterminism.
+//
+// DeviceUpstreamDspark: the upstream DSpark test on the device: legacy (dummy query, Hp 8) vs
+// KV-only vs oracle, every registry scenario, three rounds (the last with every slot -1).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "gpu_test_support.h"
+#include "kvc/cases/registry.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/backing_diff.h"
+
+namespace kvc {
+namespace {
+
+class KernelMatrixKvOnly : public ::testing::TestWithParam<cases::ConformanceSpec> {};
+
+TEST_P(KernelMatrixKvOnly, BackingEqualsOracleGuardsIntactInputsUnchangedDeterministic) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const cases::ConformanceSpec& spec = GetParam();
+  const InsertCase c = cases::build_kv_only(spec, 0);
+  testkit::DeviceBackend device = gpu::make_backend();
+  KVC_REQUIRE_SUPPORT(device, c);
+
+  const InsertOutputs expected = gpu::oracle_outputs(c);
+  InsertOutputs first = testkit::make_outputs(c);
+  const Status s = device.run(c, first);
+  ASSERT_TRUE(s.ok()) << "a valid case was rejected: " << s.ToString();
+  ASSERT_TRUE(gpu::clean(device));
+  EXPECT_TRUE(gpu::matches_oracle(c, expected, first, gpu::declared_mode(device, c), spec.name()));
+
+  InsertOutputs second = testkit::make_outputs(c);
+  ASSERT_TRUE(device.run(c, second).ok());
+  EXPECT_TRUE(gpu::clean(device));
+  EXPECT_TRUE(gpu::identical_runs(c, first, second, "first run", "second run"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, KernelMatrixKvOnly, ::testing::ValuesIn(cases::kernel_matrix(InsertOp::kKvOnly)),
+                         [](const ::testing::TestParamInfo<cases::ConformanceSpec>& p) { return p.param.name(); });
+
+class DeviceUpstreamDspark : public ::testing::TestWithParam<cases::ConformanceSpec> {};
+
+TEST_P(DeviceUpstreamDspark, LegacyDummyQueryEqualsKvOnlyEqualsOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const cases::ConformanceSpec& spec = GetParam();
+  testkit::DeviceBackend device = gpu::make_backend();
+  for (int round = 0; round < cases::kUpstreamRounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const InsertCase kv_only = cases::build_kv_only(spec, round);
+    const InsertCase legacy = cases::build_legacy(spec, round);
+    KVC_REQUIRE_SUPPORT(device, kv_only);
+    KVC_REQUIRE_SUPPORT(device, legacy);
+
+    const InsertOutputs oracle = gpu::oracle_outputs(kv_only);
+    InsertOutputs via_legacy = testkit::make_outputs(legacy);
+    Status s = device.run(legacy, via_legacy);
+    ASSERT_TRUE(s.ok()) << "legacy insert rejected: " << s.ToString();
+    ASSERT_TRUE(gpu::clean(device));
+    InsertOutputs via_kv_only = testkit::make_outputs(kv_only);
+    s = device.run(kv_only, via_kv_only);
+    ASSERT_TRUE(s.ok()) << "KV-only insert rejected: " << s.ToString();
+    ASSERT_TRUE(gpu::clean(device));
+
+    const std::string name = spec.name() + " round " + std::to_string(round);
+    // The DSpark claim on the device: both ops write the same cache bytes, and they are the oracle's.
+    EXPECT_TRUE(gpu::identical_runs(kv_only, InsertOutputs{via_legacy.cache, {}}, InsertOutputs{via_kv_only.cache, {}},
+                                    "legacy insert (dummy query)", "KV-only insert"));
+    EXPECT_TRUE(gpu::matches_oracle(kv_only, oracle, via_kv_only, RsqrtMode::kCorrectlyRounded, name + " KV-only"));
+    // The dummy query's Q side against the oracle's too (zeros in, zeros out).
+    EXPECT_TRUE(gpu::matches_oracle(legacy, gpu::oracle_outputs(legacy), via_legacy, gpu::declared_mode(device, legacy),
+                                    name + " legacy"));
+
+    const bool all_canary = std::all_of(via_kv_only.cache.begin(), via_kv_only.cache.end(),
+                                        [](std::uint8_t b) { return b == testkit::kCanary; });
+    const bool any_live = !testkit::addressed_slots(kv_only).empty();
+    EXPECT_EQ(all_canary, !any_live) << (any_live ? "live slots but nothing was written" : "all slots -1 but bytes changed");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, DeviceUpstreamDspark, ::testing::ValuesIn(cases::conformance_matrix()),
+                         [](const ::testing::TestParamInfo<cases::ConformanceSpec>& p) { return p.param.name(); });
+
+}  // namespace
+}  // namespace kvc

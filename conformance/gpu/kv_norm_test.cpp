@@ -1,0 +1,87 @@
+// kv_norm_test.cpp (GPU): kv_norm of the kernel library against the oracle.
+//
+// Standalone (kvc_kv_norm): outputs equal oracle::kv_norm byte for byte (or within the declared
+// approximate-rsqrt window), out of place and in place (out aliasing kv), for row counts around
+// the warp and block sizes; guard zones intact, kv and weight unchanged when out of place.
+// Fused in front of the KV-only insert (kv_norm_weight): the backing equals the oracle's in every
+// format. Catches: a wrong reduction order or rsqrt, a missing bf16 rounding of the normed row,
+// rows dropped or written twice at block boundaries, an alias that reads a row after writing it.
+#include <gtest/gtest.h>
+
+#include <cctype>
+
+#include "gpu_test_support.h"
+#include "kvc/cases/registry.h"
+#include "kvc/oracle/bf16.h"
+#include "kvc/oracle/kv_norm.h"
+#include "kvc/testkit/approx_rsqrt.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/case_builder.h"
+
+namespace kvc {
+namespace {
+
+constexpr float kEps = 1e-6f;
+
+HostTensor weight_tensor(testkit::Rng& rng) {
+  std::vector<std::uint16_t> w(kHeadDim);
+  for (auto& x : w) x = oracle::float_to_bf16(1.0f + 0.25f * rng.normal());
+  return make_tensor_from(DType::kBF16, w, {kHeadDim});
+}
+
+class StandaloneKvNorm : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {};
+
+TEST_P(StandaloneKvNorm, EqualsOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const auto [rows, in_place] = GetParam();
+  testkit::DeviceBackend device = gpu::make_backend();
+  if (const testkit::Support s = device.supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+  testkit::Rng rng(static_cast<std::uint64_t>(rows) * 7 + 1);
+  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, rows), {rows, kHeadDim});
+  const HostTensor w = weight_tensor(rng);
+  std::vector<std::uint16_t> expected, actual;
+  ASSERT_TRUE(oracle::kv_norm(kv, w, kEps, &expected).ok());
+  const Status s = device.kv_norm(kv, w, kEps, &actual, in_place);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(gpu::clean(device));
+  if (expected == actual) return;
+  const testkit::ApproxRsqrtResult r =
+      testkit::compare_kv_norm_under_rsqrt_mode(kv, w, kEps, device.kv_norm_rsqrt_mode(), expected, actual);
+  EXPECT_TRUE(r.accepted) << r.report;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, StandaloneKvNorm,
+                         ::testing::Combine(::testing::Values<std::int64_t>(0, 1, 17, 1023, 1024, 1025, 65536), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<std::int64_t, bool>>& p) {
+                           return "Rows" + std::to_string(std::get<0>(p.param)) +
+                                  (std::get<1>(p.param) ? "_InPlace" : "_OutOfPlace");
+                         });
+
+class FusedKvNorm : public ::testing::TestWithParam<RecordFormat> {};
+
+TEST_P(FusedKvNorm, InsertWithKvNormEqualsOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  cases::ConformanceSpec spec{GetParam(), kTokenCutoff + 1, 64};
+  spec.values = cases::KvValues::kWideRange;
+  InsertCase c = cases::build_kv_only(spec, 0);
+  testkit::Rng rng(11);
+  c.kv_norm_weight = weight_tensor(rng);
+  c.kv_norm_eps = kEps;
+  testkit::DeviceBackend device = gpu::make_backend();
+  KVC_REQUIRE_SUPPORT(device, c);
+  InsertOutputs actual = testkit::make_outputs(c);
+  const Status s = device.run(c, actual);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(gpu::clean(device));
+  EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), actual, gpu::declared_mode(device, c), spec.name() + " fused kv_norm"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, FusedKvNorm, ::testing::ValuesIn(kAllFormats),
+                         [](const ::testing::TestParamInfo<RecordFormat>& p) {
+                           std::string f(layout_of(p.param).name);
+                           f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
+                           return f;
+                         });
+
+}  // namespace
+}  // namespace kvc

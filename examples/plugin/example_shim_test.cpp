@@ -1,0 +1,76 @@
+// example_shim_test.cpp (GPU): the example shim loaded the way KVC_KERNELS loads any library, and
+// run through the device backend: it names itself, declares the legacy op unsupported (those
+// cases are skipped with its reason), and its KV-only insert and kv_norm equal the oracle.
+// Catches a shim that does not export the ABI, that forwards the wrong pointers (byte_offset,
+// strides), or that launches for a call its validation should reject.
+#include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+#include "kvc/cases/registry.h"
+#include "kvc/oracle/kv_norm.h"
+#include "kvc/testkit/backing.h"
+#include "kvc/testkit/case_builder.h"
+#include "kvc/testkit/rule_breakers.h"
+#include "kvc/testkit/small_cases.h"
+
+namespace kvc {
+namespace {
+
+testkit::DeviceBackend shim_backend(testkit::DeviceBackendOptions options = {}) {
+  options.throw_on_damage = false;
+  return testkit::DeviceBackend(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM), options);
+}
+
+TEST(ExampleShim, LoadsAndDeclaresWhatItImplements) {
+  const testkit::DeviceBackend shim = shim_backend();
+  EXPECT_NE(shim.name().find("example shim"), std::string::npos) << shim.name();
+  const testkit::Support legacy = shim.supports(testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked584));
+  EXPECT_FALSE(legacy.supported);
+  EXPECT_NE(legacy.reason.find("example shim"), std::string::npos) << legacy.reason;
+  for (RecordFormat f : kAllFormats) EXPECT_TRUE(shim.supports(testkit::small_valid_case(InsertOp::kKvOnly, f)).supported);
+}
+
+TEST(ExampleShim, KvOnlyInsertEqualsOracleInEveryFormat) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackend shim = shim_backend();
+  for (RecordFormat f : kAllFormats) {
+    cases::ConformanceSpec spec{f, kTokenCutoff + 1, 64};
+    spec.values = cases::KvValues::kWideRange;
+    const InsertCase c = cases::build_kv_only(spec, 0);
+    InsertOutputs out = testkit::make_outputs(c);
+    const Status s = shim.run(c, out);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(gpu::clean(shim));
+    EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), out, RsqrtMode::kCorrectlyRounded, spec.name()));
+  }
+}
+
+TEST(ExampleShim, KvNormEqualsOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackend shim = shim_backend();
+  testkit::Rng rng(5);
+  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 100), {100, kHeadDim});
+  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
+  std::vector<std::uint16_t> expected, actual;
+  ASSERT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
+  ASSERT_TRUE(shim.kv_norm(kv, w, 1e-6f, &actual).ok());
+  EXPECT_TRUE(gpu::clean(shim));
+  EXPECT_EQ(expected, actual);
+}
+
+TEST(ExampleShim, RejectsAMetadataRuleWithItsCodeAndWritesNothing) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackendOptions direct;
+  direct.host_validation = false;  // the shim's own validation must answer
+  testkit::DeviceBackend shim = shim_backend(direct);
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528);
+  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the shim as byte_offset
+  InsertOutputs out = testkit::make_outputs(c);
+  const InsertOutputs before = out;
+  EXPECT_EQ(shim.run(c, out).code, ErrorCode::kMisaligned);
+  EXPECT_TRUE(gpu::clean(shim));
+  EXPECT_EQ(out.cache, before.cache);
+}
+
+}  // namespace
+}  // namespace kvc
