@@ -1,0 +1,116 @@
+// device_memory.cpp: bare device allocations and DLPack descriptions (see device_memory.h).
+#include "device_memory.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "kvc/kernel_abi.h"
+#include "kvc/testkit/device_buffers.h"
+
+namespace kvc::bench {
+namespace {
+
+// Left free for the runtime, graphs and the library's own scratch when sizing a case.
+constexpr std::int64_t kDeviceMemoryMargin = std::int64_t{1} << 30;
+
+std::string gib(std::int64_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
+  return s;
+}
+
+}  // namespace
+
+using testkit::check_cuda;
+
+DeviceAllocation::DeviceAllocation(std::string name, std::int64_t bytes) : name_(std::move(name)), bytes_(bytes) {
+  if (bytes_ > 0) check_cuda(cudaMalloc(&data_, static_cast<std::size_t>(bytes_)), "cudaMalloc " + name_ + " (" + gib(bytes_) + ")");
+}
+
+DeviceAllocation::~DeviceAllocation() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+DeviceAllocation::DeviceAllocation(DeviceAllocation&& other) noexcept
+    : name_(std::move(other.name_)), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) cudaFree(data_);
+    name_ = std::move(other.name_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceAllocation::upload(const void* host, std::int64_t bytes) {
+  const std::int64_t n = std::min(bytes_, bytes);
+  if (n > 0) check_cuda(cudaMemcpy(data_, host, static_cast<std::size_t>(n), cudaMemcpyHostToDevice), "upload " + name_);
+}
+
+void DeviceAllocation::fill_repeating(const std::vector<std::uint8_t>& tile) {
+  std::int64_t filled = std::min<std::int64_t>(bytes_, static_cast<std::int64_t>(tile.size()));
+  if (filled <= 0) return;
+  check_cuda(cudaMemcpy(data_, tile.data(), static_cast<std::size_t>(filled), cudaMemcpyHostToDevice), "upload tile of " + name_);
+  auto* base = static_cast<std::uint8_t*>(data_);
+  while (filled < bytes_) {
+    const std::int64_t chunk = std::min(filled, bytes_ - filled);
+    check_cuda(cudaMemcpy(base + filled, base, static_cast<std::size_t>(chunk), cudaMemcpyDeviceToDevice), "replicate tile of " + name_);
+    filled += chunk;
+  }
+}
+
+void DeviceAllocation::memset(int value) {
+  if (bytes_ > 0) check_cuda(cudaMemset(data_, value, static_cast<std::size_t>(bytes_)), "cudaMemset " + name_);
+}
+
+void require_free_device_memory(std::int64_t bytes, const std::string& what) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (bytes + kDeviceMemoryMargin > static_cast<std::int64_t>(free_bytes))
+    throw testkit::DeviceError(what + " needs " + gib(bytes) + " of device memory; " + gib(static_cast<std::int64_t>(free_bytes)) +
+                               " of " + gib(static_cast<std::int64_t>(total_bytes)) + " are free");
+}
+
+DLDataType dl_dtype(DType t) {
+  const auto bits = static_cast<std::uint8_t>(8 * dtype_size(t));
+  switch (t) {
+    case DType::kBF16: return {kDLBfloat, bits, 1};
+    case DType::kF16: case DType::kF32: return {kDLFloat, bits, 1};
+    case DType::kI64: case DType::kI32: return {kDLInt, bits, 1};
+    case DType::kU8: return {kDLUInt, bits, 1};
+    case DType::kE4M3: return {static_cast<std::uint8_t>(KVC_DL_FLOAT8_E4M3FN), bits, 1};
+  }
+  return {kDLUInt, 8, 1};
+}
+
+DeviceTensor::DeviceTensor(const TensorMeta& meta, void* base) : shape_(meta.sizes), strides_(meta.strides) {
+  tensor_.data = base;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  tensor_.device = {kDLCUDA, device};
+  tensor_.ndim = meta.rank();
+  tensor_.dtype = dl_dtype(meta.dtype);
+  tensor_.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
+}
+
+DeviceTensor DeviceTensor::cache(const CacheGeometry& g, void* base) {
+  TensorMeta m;
+  m.dtype = g.dtype;
+  m.sizes = {g.num_blocks, g.block_size, g.width};
+  m.strides = {g.stride0, g.stride1, g.stride2};
+  m.offset_bytes = g.offset_bytes;
+  return DeviceTensor(m, base);
+}
+
+const DLTensor* DeviceTensor::dl() {
+  tensor_.shape = shape_.data();
+  tensor_.strides = strides_.data();
+  return &tensor_;
+}
+
+}  // namespace kvc::bench
