@@ -1,7 +1,7 @@
 // ue8m0_exhaustive_test.cpp: the two scale-exponent rules over every positive normal fp32 q, and
 // over every bf16 amax the packed formats can produce.
 //
-// The H200 measurement (reference/device-numerics.md) found device ceilf(log2f(q)) below the
+// The H200 measurement (docs/contract.md §2.3) found device ceilf(log2f(q)) below the
 // exact ceil(log2 q) on exactly 3676 inputs q = 2^k (1 + n 2^-23), n = 1..T(k). The oracle's
 // kDeviceLog2f rule must reproduce that set exactly, and both rules must agree on bf16 data.
 #include <gtest/gtest.h>
