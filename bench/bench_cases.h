@@ -14,17 +14,17 @@
 
 namespace kvc::bench {
 
-inline constexpr std::int64_t kBenchBlockSize = 256;  // the upstream DSpark test's block size
+inline constexpr std::int64_t kBenchBlockSize = 256;    // the upstream DSpark test's block size
 inline constexpr std::int64_t kCacheSlotsPerToken = 2;  // cache capacity over inserted tokens
-inline constexpr std::int64_t kFirstPosition = 7;     // the upstream test's position offset
-inline constexpr float kFp8Scale = 0.7f;              // the upstream test's per-tensor scale
+inline constexpr std::int64_t kFirstPosition = 7;       // the upstream test's position offset
+inline constexpr float kFp8Scale = 0.7f;                // the upstream test's per-tensor scale
 inline constexpr float kQScaleInv = 1.0f;
 inline constexpr float kEps = 1e-6f;
 
 struct BenchInputs {
   std::int64_t tokens = 0;
-  std::int64_t num_blocks = 0;  // pages of kBenchBlockSize tokens
-  testkit::KvInputs kv;         // N rows, N distinct slots (no -1), N positions, cos/sin table
+  std::int64_t num_blocks = 0;                // pages of kBenchBlockSize tokens
+  testkit::KvInputs kv;                       // N rows, N distinct slots (no -1), N positions, cos/sin table
   std::vector<std::uint16_t> kv_norm_weight;  // 512 bf16, around 1 like a trained norm weight
 };
 

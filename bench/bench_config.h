@@ -21,8 +21,8 @@ struct BenchConfig {
   std::vector<std::int64_t> tokens = {1, 17, 512, 2048, 16384, 65536, 262144};
   std::vector<RecordFormat> formats = {kAllFormats.begin(), kAllFormats.end()};
   std::vector<std::int64_t> heads = {8, 64, 128};  // legacy op's query heads (Hp = H)
-  bool dense_pages = false;                         // default: the upstream test's padded pages
-  std::int64_t oracle_tokens = 16384;  // enough rows for every thread of a 16-core host
+  bool dense_pages = false;                        // default: the upstream test's padded pages
+  std::int64_t oracle_tokens = 16384;              // enough rows for every thread of a 16-core host
   std::uint64_t seed = 42;
 };
 

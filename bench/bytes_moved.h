@@ -14,19 +14,17 @@
 namespace kvc::bench {
 
 struct BytesMoved {
-  std::int64_t kv_read = 0;          // live kv rows (and kv_norm's input rows)
-  std::int64_t slots_read = 0;       // every entry of slot_mapping, live or not
-  std::int64_t positions_read = 0;   // one position per live row
-  std::int64_t cos_sin_read = 0;     // one cos/sin table row per live row
-  std::int64_t records_written = 0;  // record bytes per live row (data + scales, pad byte included)
-  std::int64_t q_read = 0;           // legacy: q_in rows the Q side processes
-  std::int64_t q_written = 0;        // legacy: q_out (pad heads included), or q in place
-  std::int64_t scalars_read = 0;     // fp8 scales, q_scale_inv, the kv_norm weight row
-  std::int64_t norm_out_written = 0; // standalone kv_norm: the normed rows
+  std::int64_t kv_read = 0;           // live kv rows (and kv_norm's input rows)
+  std::int64_t slots_read = 0;        // every entry of slot_mapping, live or not
+  std::int64_t positions_read = 0;    // one position per live row
+  std::int64_t cos_sin_read = 0;      // one cos/sin table row per live row
+  std::int64_t records_written = 0;   // record bytes per live row (data + scales, pad byte included)
+  std::int64_t q_read = 0;            // legacy: q_in rows the Q side processes
+  std::int64_t q_written = 0;         // legacy: q_out (pad heads included), or q in place
+  std::int64_t scalars_read = 0;      // fp8 scales, q_scale_inv, the kv_norm weight row
+  std::int64_t norm_out_written = 0;  // standalone kv_norm: the normed rows
 
-  std::int64_t read() const {
-    return kv_read + slots_read + positions_read + cos_sin_read + q_read + scalars_read;
-  }
+  std::int64_t read() const { return kv_read + slots_read + positions_read + cos_sin_read + q_read + scalars_read; }
   std::int64_t written() const { return records_written + q_written + norm_out_written; }
   std::int64_t total() const { return read() + written(); }
 };

@@ -6,7 +6,8 @@
 
 namespace kvc::bench {
 
-const CopyTiming& CopyRoofline::timing(GpuTimer& timer, const TimingPlan& plan, std::int64_t bytes_moved, TimingMode mode) {
+const CopyTiming& CopyRoofline::timing(GpuTimer& timer, const TimingPlan& plan, std::int64_t bytes_moved,
+                                       TimingMode mode) {
   const auto key = std::make_pair(bytes_moved, mode);
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;

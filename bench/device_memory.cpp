@@ -27,7 +27,8 @@ std::string gib(std::int64_t bytes) {
 using testkit::check_cuda;
 
 DeviceAllocation::DeviceAllocation(std::string name, std::int64_t bytes) : name_(std::move(name)), bytes_(bytes) {
-  if (bytes_ > 0) check_cuda(cudaMalloc(&data_, static_cast<std::size_t>(bytes_)), "cudaMalloc " + name_ + " (" + gib(bytes_) + ")");
+  if (bytes_ > 0)
+    check_cuda(cudaMalloc(&data_, static_cast<std::size_t>(bytes_)), "cudaMalloc " + name_ + " (" + gib(bytes_) + ")");
 }
 
 DeviceAllocation::~DeviceAllocation() {
@@ -35,7 +36,9 @@ DeviceAllocation::~DeviceAllocation() {
 }
 
 DeviceAllocation::DeviceAllocation(DeviceAllocation&& other) noexcept
-    : name_(std::move(other.name_)), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    : name_(std::move(other.name_)),
+      data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)) {}
 
 DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept {
   if (this != &other) {
@@ -49,17 +52,20 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& other) noexcept
 
 void DeviceAllocation::upload(const void* host, std::int64_t bytes) {
   const std::int64_t n = std::min(bytes_, bytes);
-  if (n > 0) check_cuda(cudaMemcpy(data_, host, static_cast<std::size_t>(n), cudaMemcpyHostToDevice), "upload " + name_);
+  if (n > 0)
+    check_cuda(cudaMemcpy(data_, host, static_cast<std::size_t>(n), cudaMemcpyHostToDevice), "upload " + name_);
 }
 
 void DeviceAllocation::fill_repeating(const std::vector<std::uint8_t>& tile) {
   std::int64_t filled = std::min<std::int64_t>(bytes_, static_cast<std::int64_t>(tile.size()));
   if (filled <= 0) return;
-  check_cuda(cudaMemcpy(data_, tile.data(), static_cast<std::size_t>(filled), cudaMemcpyHostToDevice), "upload tile of " + name_);
+  check_cuda(cudaMemcpy(data_, tile.data(), static_cast<std::size_t>(filled), cudaMemcpyHostToDevice),
+             "upload tile of " + name_);
   auto* base = static_cast<std::uint8_t*>(data_);
   while (filled < bytes_) {
     const std::int64_t chunk = std::min(filled, bytes_ - filled);
-    check_cuda(cudaMemcpy(base + filled, base, static_cast<std::size_t>(chunk), cudaMemcpyDeviceToDevice), "replicate tile of " + name_);
+    check_cuda(cudaMemcpy(base + filled, base, static_cast<std::size_t>(chunk), cudaMemcpyDeviceToDevice),
+               "replicate tile of " + name_);
     filled += chunk;
   }
 }
@@ -72,18 +78,26 @@ void require_free_device_memory(std::int64_t bytes, const std::string& what) {
   std::size_t free_bytes = 0, total_bytes = 0;
   check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (bytes + kDeviceMemoryMargin > static_cast<std::int64_t>(free_bytes))
-    throw testkit::DeviceError(what + " needs " + gib(bytes) + " of device memory; " + gib(static_cast<std::int64_t>(free_bytes)) +
-                               " of " + gib(static_cast<std::int64_t>(total_bytes)) + " are free");
+    throw testkit::DeviceError(what + " needs " + gib(bytes) + " of device memory; " +
+                               gib(static_cast<std::int64_t>(free_bytes)) + " of " +
+                               gib(static_cast<std::int64_t>(total_bytes)) + " are free");
 }
 
 DLDataType dl_dtype(DType t) {
   const auto bits = static_cast<std::uint8_t>(8 * dtype_size(t));
   switch (t) {
-    case DType::kBF16: return {kDLBfloat, bits, 1};
-    case DType::kF16: case DType::kF32: return {kDLFloat, bits, 1};
-    case DType::kI64: case DType::kI32: return {kDLInt, bits, 1};
-    case DType::kU8: return {kDLUInt, bits, 1};
-    case DType::kE4M3: return {static_cast<std::uint8_t>(KVC_DL_FLOAT8_E4M3FN), bits, 1};
+    case DType::kBF16:
+      return {kDLBfloat, bits, 1};
+    case DType::kF16:
+    case DType::kF32:
+      return {kDLFloat, bits, 1};
+    case DType::kI64:
+    case DType::kI32:
+      return {kDLInt, bits, 1};
+    case DType::kU8:
+      return {kDLUInt, bits, 1};
+    case DType::kE4M3:
+      return {static_cast<std::uint8_t>(KVC_DL_FLOAT8_E4M3FN), bits, 1};
   }
   return {kDLUInt, 8, 1};
 }

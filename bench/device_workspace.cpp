@@ -37,8 +37,8 @@ void DeviceWorkspace::use_tokens(std::int64_t tokens) {
 
   inputs_ = make_bench_inputs(tokens, seed_);
   const InsertCase& base = kv_only_case(RecordFormat::kPacked584, false);
-  require_free_device_memory(static_cast<std::int64_t>(base.kv.bytes.size() + base.slots.bytes.size() + base.positions.bytes.size() +
-                                                       base.cos_sin.bytes.size()),
+  require_free_device_memory(static_cast<std::int64_t>(base.kv.bytes.size() + base.slots.bytes.size() +
+                                                       base.positions.bytes.size() + base.cos_sin.bytes.size()),
                              "the inputs of " + std::to_string(tokens) + " tokens");
   auto upload_tensor = [](const char* name, const HostTensor& t) {
     DeviceAllocation a(name, static_cast<std::int64_t>(t.bytes.size()));
@@ -53,7 +53,8 @@ void DeviceWorkspace::use_tokens(std::int64_t tokens) {
   upload_vector(fp8_scale_, std::vector<float>{inputs_.kv.fp8_scale});
   q_scale_inv_ = DeviceAllocation("q_scale_inv", sizeof(float));
   upload_vector(q_scale_inv_, std::vector<float>{kQScaleInv});
-  kv_norm_weight_ = DeviceAllocation("kv_norm_weight", static_cast<std::int64_t>(inputs_.kv_norm_weight.size() * sizeof(std::uint16_t)));
+  kv_norm_weight_ = DeviceAllocation("kv_norm_weight",
+                                     static_cast<std::int64_t>(inputs_.kv_norm_weight.size() * sizeof(std::uint16_t)));
   upload_vector(kv_norm_weight_, inputs_.kv_norm_weight);
 }
 

@@ -25,11 +25,16 @@ enum class OpKind : std::uint8_t { kCopy, kKvOnly, kLegacy, kKvNormFused, kKvNor
 
 const char* op_name(OpKind op) {
   switch (op) {
-    case OpKind::kCopy: return "copy";
-    case OpKind::kKvOnly: return "kv_only";
-    case OpKind::kLegacy: return "legacy";
-    case OpKind::kKvNormFused: return "kv_norm_fused";
-    case OpKind::kKvNormUnfused: return "kv_norm_unfused";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kKvOnly:
+      return "kv_only";
+    case OpKind::kLegacy:
+      return "legacy";
+    case OpKind::kKvNormFused:
+      return "kv_norm_fused";
+    case OpKind::kKvNormUnfused:
+      return "kv_norm_unfused";
   }
   return "?";
 }
@@ -128,20 +133,27 @@ class GpuSession {
     DeviceWorkspace& ws = *workspace_;
     switch (c.op) {
       case OpKind::kCopy:
-      case OpKind::kKvOnly: return insert_bytes_moved(ws.kv_only_case(c.format, false));
-      case OpKind::kLegacy: return insert_bytes_moved(ws.legacy_case(c.format, c.heads));
-      case OpKind::kKvNormFused: return insert_bytes_moved(ws.kv_only_case(c.format, true));
-      case OpKind::kKvNormUnfused: return kv_norm_bytes_moved(c.tokens) + insert_bytes_moved(ws.kv_only_case(c.format, false));
+      case OpKind::kKvOnly:
+        return insert_bytes_moved(ws.kv_only_case(c.format, false));
+      case OpKind::kLegacy:
+        return insert_bytes_moved(ws.legacy_case(c.format, c.heads));
+      case OpKind::kKvNormFused:
+        return insert_bytes_moved(ws.kv_only_case(c.format, true));
+      case OpKind::kKvNormUnfused:
+        return kv_norm_bytes_moved(c.tokens) + insert_bytes_moved(ws.kv_only_case(c.format, false));
     }
     return {};
   }
 
   void require_support(const GpuCase& c, const testkit::KernelAbi& abi) {
     switch (c.op) {
-      case OpKind::kCopy: return;
+      case OpKind::kCopy:
+        return;
       case OpKind::kKvOnly:
-      case OpKind::kKvNormFused: return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
-      case OpKind::kLegacy: return require_support(abi, KVC_OP_LEGACY_INSERT, c.format);
+      case OpKind::kKvNormFused:
+        return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
+      case OpKind::kLegacy:
+        return require_support(abi, KVC_OP_LEGACY_INSERT, c.format);
       case OpKind::kKvNormUnfused:
         require_support(abi, KVC_OP_KV_NORM, c.format);
         return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
@@ -151,11 +163,16 @@ class GpuSession {
   Launch launch_of(const GpuCase& c, const testkit::KernelAbi& abi) {
     DeviceWorkspace& ws = *workspace_;
     switch (c.op) {
-      case OpKind::kKvOnly: return kv_only_launch(abi, ws, c.format, false);
-      case OpKind::kLegacy: return legacy_launch(abi, ws, c.format, c.heads);
-      case OpKind::kKvNormFused: return kv_only_launch(abi, ws, c.format, true);
-      case OpKind::kKvNormUnfused: return unfused_kv_norm_insert_launch(abi, ws, c.format);
-      case OpKind::kCopy: break;
+      case OpKind::kKvOnly:
+        return kv_only_launch(abi, ws, c.format, false);
+      case OpKind::kLegacy:
+        return legacy_launch(abi, ws, c.format, c.heads);
+      case OpKind::kKvNormFused:
+        return kv_only_launch(abi, ws, c.format, true);
+      case OpKind::kKvNormUnfused:
+        return unfused_kv_norm_insert_launch(abi, ws, c.format);
+      case OpKind::kCopy:
+        break;
     }
     throw std::logic_error("no launch for a copy case");
   }
@@ -202,7 +219,8 @@ class GpuSession {
     } else if (!copy_error.empty()) {
       row.relation = "no copy roofline: " + copy_error;
     }
-    auto relate = [&](const char* counter, const std::string& other_id, std::size_t other_library, bool ours_over_other) {
+    auto relate = [&](const char* counter, const std::string& other_id, std::size_t other_library,
+                      bool ours_over_other) {
       const std::optional<double> other = median_of(other_id, other_library);
       if (!other) return;
       const double ratio = ours_over_other ? median / *other : *other / median;
@@ -236,18 +254,20 @@ std::string device_description() {
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
   char s[512];  // the name is up to 256 characters
-  std::snprintf(s, sizeof s, "%s, %d SMs, L2 %.1f MiB, %.1f GiB, driver %d.%d, runtime %d.%d", p.name, p.multiProcessorCount,
-                p.l2CacheSize / 1048576.0, static_cast<double>(p.totalGlobalMem) / 1073741824.0, driver / 1000, driver % 1000 / 10,
-                runtime / 1000, runtime % 1000 / 10);
+  std::snprintf(s, sizeof s, "%s, %d SMs, L2 %.1f MiB, %.1f GiB, driver %d.%d, runtime %d.%d", p.name,
+                p.multiProcessorCount, p.l2CacheSize / 1048576.0, static_cast<double>(p.totalGlobalMem) / 1073741824.0,
+                driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
   return s;
 }
 
-std::shared_ptr<GpuSession> register_gpu_benchmarks(const BenchConfig& config, const std::vector<testkit::KernelLibrary>& libraries) {
+std::shared_ptr<GpuSession> register_gpu_benchmarks(const BenchConfig& config,
+                                                    const std::vector<testkit::KernelLibrary>& libraries) {
   auto session = std::make_shared<GpuSession>(config, libraries);
   auto add = [&](const GpuCase& c, std::size_t library) {
     std::string name = "gpu/" + c.id();
     if (library > 0) name += "/against";
-    benchmark::RegisterBenchmark(name.c_str(), [session, c, library](benchmark::State& state) { session->run(state, c, library); })
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [session, c, library](benchmark::State& state) { session->run(state, c, library); })
         ->UseManualTime()
         ->Iterations(config.plan.runs)
         ->Unit(benchmark::kMicrosecond);
@@ -265,8 +285,10 @@ std::shared_ptr<GpuSession> register_gpu_benchmarks(const BenchConfig& config, c
         for (TimingMode mode : all_modes) {
           if (mode == TimingMode::kGraph && (!graph_too || tokens > kGraphMaxTokens)) continue;
           c.mode = mode;
-          if (all_libraries) add_all_libraries(c);
-          else add(c, 0);
+          if (all_libraries)
+            add_all_libraries(c);
+          else
+            add(c, 0);
         }
       };
       GpuCase c;
@@ -307,7 +329,8 @@ void print_gpu_summary(const GpuSession& session, std::ostream& out) {
     char s[64];
     if (r == nullptr) return std::string("-");
     if (!r->error.empty()) return std::string("skipped");
-    std::snprintf(s, sizeof s, "%.2f [%.2f, %.2f]", r->stats.median * kMicro, r->stats.min * kMicro, r->stats.max * kMicro);
+    std::snprintf(s, sizeof s, "%.2f [%.2f, %.2f]", r->stats.median * kMicro, r->stats.min * kMicro,
+                  r->stats.max * kMicro);
     return std::string(s);
   };
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -322,7 +345,8 @@ void print_gpu_summary(const GpuSession& session, std::ostream& out) {
     out << line;
     if (against) {
       char ratio[32] = "-";
-      if (b != nullptr && b->error.empty() && a.error.empty()) std::snprintf(ratio, sizeof ratio, "%.3f", b->stats.median / a.stats.median);
+      if (b != nullptr && b->error.empty() && a.error.empty())
+        std::snprintf(ratio, sizeof ratio, "%.3f", b->stats.median / a.stats.median);
       std::snprintf(line, sizeof line, "  %-30s %10s", cell(b).c_str(), ratio);
       out << line;
     }

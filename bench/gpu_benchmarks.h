@@ -28,7 +28,8 @@ class GpuSession;
 
 // Registers the GPU cases; the returned session holds the device state (created on the first
 // case that runs, so a machine without a GPU only reports each case as skipped).
-std::shared_ptr<GpuSession> register_gpu_benchmarks(const BenchConfig& config, const std::vector<testkit::KernelLibrary>& libraries);
+std::shared_ptr<GpuSession> register_gpu_benchmarks(const BenchConfig& config,
+                                                    const std::vector<testkit::KernelLibrary>& libraries);
 
 // "NVIDIA H200, 132 SMs, L2 60.0 MiB, 139.8 GiB, driver 13.0, runtime 13.0", or why no device
 // can be used: recorded in the JSON context.

@@ -127,7 +127,8 @@ void GpuTimer::flush_l2(int run) {
   if (flush_buffer_ == nullptr)
     check_cuda(cudaMalloc(&flush_buffer_, static_cast<std::size_t>(flush_bytes())), "cudaMalloc L2 flush buffer");
   // A different byte each run, so no layer of the memory system can skip an unchanged fill.
-  check_cuda(cudaMemsetAsync(flush_buffer_, run & 0xFF, static_cast<std::size_t>(flush_bytes()), static_cast<cudaStream_t>(stream_)),
+  check_cuda(cudaMemsetAsync(flush_buffer_, run & 0xFF, static_cast<std::size_t>(flush_bytes()),
+                             static_cast<cudaStream_t>(stream_)),
              "cudaMemsetAsync L2 flush");
 }
 
@@ -138,8 +139,10 @@ std::vector<double> GpuTimer::time(TimingMode mode, const TimingPlan& plan, cons
   std::unique_ptr<CapturedGraph> graph;
   if (mode == TimingMode::kGraph) graph = std::make_unique<CapturedGraph>(stream, plan.graph_calls, launch);
   const auto run_once = [&] {
-    if (graph) graph->replay(stream);
-    else launch(stream);
+    if (graph)
+      graph->replay(stream);
+    else
+      launch(stream);
   };
   const int calls_per_run = graph ? plan.graph_calls : 1;
 
@@ -165,7 +168,8 @@ std::vector<double> GpuTimer::time(TimingMode mode, const TimingPlan& plan, cons
   if (gate.timed_out.load())
     throw testkit::DeviceError(
         "the timed runs could not all be enqueued before the device started them: either the library synchronizes with "
-        "the device inside the call (the kernel ABI requires asynchronous, capturable calls) or the runs overflowed the "
+        "the device inside the call (the kernel ABI requires asynchronous, capturable calls) or the runs overflowed "
+        "the "
         "launch queue (use fewer --runs)");
 
   std::vector<double> seconds(static_cast<std::size_t>(plan.runs));

@@ -35,16 +35,19 @@ int parse_flags(int argc, char** argv, BenchConfig& config, std::vector<std::str
       "--benchmark_out=FILE --benchmark_out_format=json, --benchmark_list_tests=true, ... "
       "GPU rows: gpu/<op>/<format>[/hp:H]/tokens:N/<cold|hot|graph>[/against]; oracle rows: oracle/...");
   app.allow_extras();
-  app.add_option("--kernels", config.kernels,
-                 "kernel library (.so implementing kvc/kernel_abi.h) to time; default: $KVC_KERNELS when set, else ours "
-                 "('builtin' forces ours)");
+  app.add_option(
+      "--kernels", config.kernels,
+      "kernel library (.so implementing kvc/kernel_abi.h) to time; default: $KVC_KERNELS when set, else ours "
+      "('builtin' forces ours)");
   app.add_option("--against", config.against, "a second kernel library, timed side by side with --kernels");
   // At most 100: all timed runs are enqueued before the device starts them (gpu_timer.h), and
   // the device's launch queue holds about a thousand entries (a run is up to five).
   app.add_option("--runs", config.plan.runs, "timed runs per case (median, min and max are reported)")
       ->check(CLI::Range(20, 100))
       ->capture_default_str();
-  app.add_option("--warmup", config.plan.warmup, "untimed runs before timing")->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--warmup", config.plan.warmup, "untimed runs before timing")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   app.add_option("--graph-calls", config.plan.graph_calls, "calls captured per CUDA graph in graph mode")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -53,7 +56,8 @@ int parse_flags(int argc, char** argv, BenchConfig& config, std::vector<std::str
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
       ->capture_default_str();
   std::vector<std::string> formats;
-  app.add_option("--formats", formats, "record formats: packed584, packed528, fp8_512, bf16_512 (default all)")->delimiter(',');
+  app.add_option("--formats", formats, "record formats: packed584, packed528, fp8_512, bf16_512 (default all)")
+      ->delimiter(',');
   app.add_option("--heads", config.heads, "query head counts of the legacy op (Hp = H)")
       ->delimiter(',')
       ->check(CLI::IsMember({8, 16, 32, 64, 128}))
@@ -114,9 +118,12 @@ int main(int argc, char** argv) {
 #if KVC_BENCH_GPU
   std::vector<kvc::testkit::KernelLibrary> libraries;
   try {
-    if (config.kernels.empty()) libraries.push_back(kvc::testkit::KernelLibrary::from_environment());
-    else if (config.kernels == "builtin") libraries.push_back(kvc::testkit::KernelLibrary::builtin());
-    else libraries.push_back(kvc::testkit::KernelLibrary::open(config.kernels));
+    if (config.kernels.empty())
+      libraries.push_back(kvc::testkit::KernelLibrary::from_environment());
+    else if (config.kernels == "builtin")
+      libraries.push_back(kvc::testkit::KernelLibrary::builtin());
+    else
+      libraries.push_back(kvc::testkit::KernelLibrary::open(config.kernels));
     if (!config.against.empty())
       libraries.push_back(config.against == "builtin" ? kvc::testkit::KernelLibrary::builtin()
                                                       : kvc::testkit::KernelLibrary::open(config.against));

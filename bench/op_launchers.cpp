@@ -15,7 +15,8 @@ constexpr std::size_t kErrorCapacity = 1024;
 
 void check_status(int rc, const char* entry_point, const char* error) {
   if (rc == KVC_STATUS_OK) return;
-  throw std::runtime_error(std::string(entry_point) + " returned " + std::to_string(rc) + (error[0] != '\0' ? ": " : "") + error);
+  throw std::runtime_error(std::string(entry_point) + " returned " + std::to_string(rc) +
+                           (error[0] != '\0' ? ": " : "") + error);
 }
 
 // The KV-only call's tensors; the struct stays where it was allocated (DLTensor pointers).
@@ -125,7 +126,8 @@ std::string unsupported_reason(const testkit::KernelAbi& abi, kvc_op op, RecordF
   const int rc = abi.kvc_op_support_get(op, format, dl_dtype(DType::kBF16), &support);
   if (rc != KVC_STATUS_OK) return "kvc_op_support_get returned " + std::to_string(rc);
   if (support.supported != 0) return "";
-  return std::string("the library does not implement this op: ") + (support.reason != nullptr ? support.reason : "(no reason given)");
+  return std::string("the library does not implement this op: ") +
+         (support.reason != nullptr ? support.reason : "(no reason given)");
 }
 
 Launch kv_only_launch(const testkit::KernelAbi& abi, DeviceWorkspace& ws, RecordFormat f, bool fused_kv_norm) {
@@ -149,7 +151,8 @@ Launch unfused_kv_norm_insert_launch(const testkit::KernelAbi& abi, DeviceWorksp
 
 Launch copy_launch(void* dst, const void* src, std::int64_t bytes) {
   return [dst, src, bytes](void* stream) {
-    testkit::check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)),
+    testkit::check_cuda(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice,
+                                        static_cast<cudaStream_t>(stream)),
                         "cudaMemcpyAsync (copy roofline)");
   };
 }

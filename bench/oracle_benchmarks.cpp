@@ -35,24 +35,27 @@ void register_oracle_benchmarks(const BenchConfig& config) {
     oc->c = bench_kv_only_case(inputs, f, !config.dense_pages, false);
     oc->out = testkit::make_outputs(oc->c);
     for (int threads : thread_counts) {
-      const std::string name = "oracle/kv_only/" + std::string(layout_of(f).name) + "/tokens:" + std::to_string(config.oracle_tokens) +
+      const std::string name = "oracle/kv_only/" + std::string(layout_of(f).name) +
+                               "/tokens:" + std::to_string(config.oracle_tokens) +
                                "/threads:" + std::to_string(threads);
-      benchmark::RegisterBenchmark(name.c_str(), [oc, threads](benchmark::State& state) {
-        oracle::OracleOptions options;
-        options.threads = threads;
-        for (auto _ : state) {
-          const Status s = oracle::kv_only_insert(oc->c, oc->out, options);
-          if (!s.ok()) {
-            state.SkipWithError(s.ToString().c_str());
-            break;
-          }
-          benchmark::DoNotOptimize(oc->out.cache.data());
-        }
-        const double tokens = static_cast<double>(oc->c.num_inserted());
-        state.counters["tokens"] = tokens;
-        state.counters["oracle_threads"] = threads;
-        state.counters["tokens_per_second"] = benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
-      })
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [oc, threads](benchmark::State& state) {
+                                     oracle::OracleOptions options;
+                                     options.threads = threads;
+                                     for (auto _ : state) {
+                                       const Status s = oracle::kv_only_insert(oc->c, oc->out, options);
+                                       if (!s.ok()) {
+                                         state.SkipWithError(s.ToString().c_str());
+                                         break;
+                                       }
+                                       benchmark::DoNotOptimize(oc->out.cache.data());
+                                     }
+                                     const double tokens = static_cast<double>(oc->c.num_inserted());
+                                     state.counters["tokens"] = tokens;
+                                     state.counters["oracle_threads"] = threads;
+                                     state.counters["tokens_per_second"] =
+                                         benchmark::Counter(tokens, benchmark::Counter::kIsIterationInvariantRate);
+                                   })
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
     }

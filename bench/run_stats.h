@@ -19,9 +19,9 @@ enum class TimingMode : std::uint8_t { kCold, kHot, kGraph };
 std::string_view mode_name(TimingMode m);
 
 struct TimingPlan {
-  int warmup = 5;        // untimed runs first: module load, first-touch, clocks ramping up
-  int runs = 30;         // timed runs (the issue asks for at least 20)
-  int graph_calls = 100; // calls captured per graph in graph mode
+  int warmup = 5;         // untimed runs first: module load, first-touch, clocks ramping up
+  int runs = 30;          // timed runs (the issue asks for at least 20)
+  int graph_calls = 100;  // calls captured per graph in graph mode
 };
 
 struct RunStats {

@@ -70,7 +70,8 @@ const std::vector<ConformanceSpec>& conformance_matrix() {
 const std::vector<ConformanceSpec>& kernel_matrix(InsertOp op) {
   // One scenario of the kernel matrix. Every case has DP-padding rows, 1 in 5 slots -1 and wide-
   // range values; the legacy op gets a random query of `heads` live heads padded to `hp`.
-  auto spec = [](RecordFormat f, std::int64_t tokens, std::int64_t bs, bool padded, std::int64_t heads, std::int64_t hp) {
+  auto spec = [](RecordFormat f, std::int64_t tokens, std::int64_t bs, bool padded, std::int64_t heads,
+                 std::int64_t hp) {
     ConformanceSpec s{f, tokens, bs};
     s.padded_pages = padded;
     s.seed = 0x6B76u + static_cast<std::uint64_t>(tokens) * 31u + static_cast<std::uint64_t>(bs);

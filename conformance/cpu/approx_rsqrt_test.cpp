@@ -62,7 +62,8 @@ TEST(ApproxRsqrtRows, CraftedRowsHaveTheAdvertisedR) {
   EXPECT_EQ(oracle::bits_of(rb), 0x3bb27ffeu);
   EXPECT_EQ(oracle::float_to_bf16(ra), 0x3bb2);
   EXPECT_EQ(oracle::float_to_bf16(testkit::offset_by_ulps(ra, 1)), 0x3bb3);
-  for (int k = -2; k <= 2; ++k) EXPECT_EQ(oracle::float_to_bf16(testkit::offset_by_ulps(rb, k)), 0x3bb2) << "row B, r " << k << " ulp";
+  for (int k = -2; k <= 2; ++k)
+    EXPECT_EQ(oracle::float_to_bf16(testkit::offset_by_ulps(rb, k)), 0x3bb2) << "row B, r " << k << " ulp";
   EXPECT_EQ(oracle::float_to_bf16(testkit::offset_by_ulps(rb, 3)), 0x3bb3);
 }
 
@@ -135,7 +136,8 @@ TEST_P(ApproxRsqrtInsert, ExactIsTheDefault) {
   EXPECT_TRUE(testkit::compare_under_rsqrt_mode(c, RsqrtMode::kCorrectlyRounded, expected, expected).accepted);
   InsertOutputs planted = expected;
   testkit::rewrite_norm_row(c, pick(c, false), 1, planted);
-  const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, testkit::declared_rsqrt_mode(oracle, c), expected, planted);
+  const testkit::ApproxRsqrtResult r =
+      testkit::compare_under_rsqrt_mode(c, testkit::declared_rsqrt_mode(oracle, c), expected, planted);
   EXPECT_FALSE(r.accepted) << "a backend that declares nothing is checked byte for byte\n" << r.report;
 }
 
@@ -143,7 +145,8 @@ TEST_P(ApproxRsqrtInsert, RowMadeWithROnePlusUlpPassesAndIsReported) {
   InsertOutputs planted = expected;
   const NormRow a = pick(c, false);
   testkit::rewrite_norm_row(c, a, 1, planted);
-  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out) << "r + 1 ulp must change row A's bytes";
+  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out)
+      << "r + 1 ulp must change row A's bytes";
   const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, planted);
   EXPECT_TRUE(r.accepted) << r.report;
   ASSERT_EQ(r.moved.size(), 1u) << r.report;
@@ -178,7 +181,8 @@ TEST_P(ApproxRsqrtInsert, RowMadeWithRPlusThreeUlpFails) {
   InsertOutputs planted = expected;
   const NormRow b = pick(c, true);
   testkit::rewrite_norm_row(c, b, 3, planted);
-  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out) << "r + 3 ulp must change row B's bytes";
+  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out)
+      << "r + 3 ulp must change row B's bytes";
   const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, planted);
   EXPECT_FALSE(r.accepted) << r.report;
   ASSERT_EQ(r.rejected.size(), 1u) << r.report;
@@ -199,7 +203,9 @@ TEST_P(ApproxRsqrtInsert, ByteOutsideTheNormRowsFails) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, ApproxRsqrtInsert, ::testing::Values(true, false),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "QNormHeads" : "KvNormRecords"; });
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "QNormHeads" : "KvNormRecords";
+                         });
 
 TEST(ApproxRsqrtStandaloneKvNorm, PlantedRows) {
   std::vector<std::uint16_t> rows = row_a();
@@ -213,12 +219,14 @@ TEST(ApproxRsqrtStandaloneKvNorm, PlantedRows) {
   std::vector<std::uint16_t> plus_one = expected;
   testkit::rewrite_kv_norm_row(kv, w, kEps, 0, 1, plus_one);
   ASSERT_NE(plus_one, expected);
-  testkit::ApproxRsqrtResult r = testkit::compare_kv_norm_under_rsqrt_mode(kv, w, kEps, RsqrtMode::kApproximate, expected, plus_one);
+  testkit::ApproxRsqrtResult r =
+      testkit::compare_kv_norm_under_rsqrt_mode(kv, w, kEps, RsqrtMode::kApproximate, expected, plus_one);
   EXPECT_TRUE(r.accepted) << r.report;
   ASSERT_EQ(r.moved.size(), 1u);
   EXPECT_EQ(r.moved[0].ulps, 1);
   EXPECT_NE(r.report.find("row 0: r' = r + 1 ulp"), std::string::npos) << r.report;
-  EXPECT_FALSE(testkit::compare_kv_norm_under_rsqrt_mode(kv, w, kEps, RsqrtMode::kCorrectlyRounded, expected, plus_one).accepted)
+  EXPECT_FALSE(
+      testkit::compare_kv_norm_under_rsqrt_mode(kv, w, kEps, RsqrtMode::kCorrectlyRounded, expected, plus_one).accepted)
       << "exact is the default";
 
   std::vector<std::uint16_t> changed = plus_one;

@@ -12,8 +12,8 @@ namespace kvc {
 namespace {
 
 struct Planted {
-  const char* cls;         // expected mismatch class
-  std::int64_t offset;     // where the byte is flipped
+  const char* cls;      // expected mismatch class
+  std::int64_t offset;  // where the byte is flipped
   std::vector<std::string> report_mentions;
 };
 
@@ -32,7 +32,10 @@ Fixture run_small(RecordFormat f) {
   const auto addressed = testkit::addressed_slots(fx.c);
   fx.live_slot = *addressed.begin();
   for (std::int64_t s = 0; s < fx.view.capacity(); ++s)
-    if (!addressed.count(s)) { fx.foreign_slot = s; break; }
+    if (!addressed.count(s)) {
+      fx.foreign_slot = s;
+      break;
+    }
   return fx;
 }
 
@@ -53,7 +56,8 @@ void expect_caught(const Fixture& fx, const Planted& p) {
   std::snprintf(bytes, sizeof bytes, "expected 0x%02x actual 0x%02x", fx.out.cache[p.offset], actual[p.offset]);
   EXPECT_NE(text.find(bytes), std::string::npos) << text;
   EXPECT_NE(text.find("reproduce: ctest -R BackingDiff"), std::string::npos) << text;
-  for (const std::string& m : p.report_mentions) EXPECT_NE(text.find(m), std::string::npos) << "missing '" << m << "' in\n" << text;
+  for (const std::string& m : p.report_mentions)
+    EXPECT_NE(text.find(m), std::string::npos) << "missing '" << m << "' in\n" << text;
 }
 
 TEST(BackingDiff, EqualBackingsCompareEqual) {
@@ -79,8 +83,10 @@ TEST(BackingDiff, CatchesEveryPackedFieldClass) {
   expect_caught(fx, {"16-bit value", data + 448 + 2 * 5 + 1, {slot, "dim 453", "high byte", "bf16 0x"}});
   expect_caught(fx, {"scale", scales + 3, {slot, "block 3", "scale 0x"}});
   expect_caught(fx, {"scale pad", scales + 7, {slot, "pad 0x01 (contract: 0x00)"}});
-  expect_caught(fx, {"page padding", fx.view.page_offset(1) + 584 * fx.view.block_size + 3, {"page 1", "page padding"}});
-  expect_caught(fx, {"foreign slot", oracle::token_data_offset(fx.view, fx.foreign_slot) + 2,
+  expect_caught(fx,
+                {"page padding", fx.view.page_offset(1) + 584 * fx.view.block_size + 3, {"page 1", "page padding"}});
+  expect_caught(fx, {"foreign slot",
+                     oracle::token_data_offset(fx.view, fx.foreign_slot) + 2,
                      {"FOREIGN SLOT", "(slot " + std::to_string(fx.foreign_slot) + ")"}});
   expect_caught(fx, {"outside the cache", static_cast<std::int64_t>(fx.out.cache.size()) - 1, {"guard zone"}});
 }

@@ -54,7 +54,8 @@ TEST(CaseFile, Version1FilesThatMeanTheSameReplay) {
   for (RecordFormat f : kAllFormats)
     for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
       EXPECT_EQ(refusal(as_version(testkit::small_valid_case(op, f), 1)), "") << layout_of(f).name;
-  EXPECT_EQ(refusal(as_version(bf16_case_with_nan_at(0, kNopeDim + 3), 1)), "") << "NaN in a RoPE dim: already bf() in version 1";
+  EXPECT_EQ(refusal(as_version(bf16_case_with_nan_at(0, kNopeDim + 3), 1)), "")
+      << "NaN in a RoPE dim: already bf() in version 1";
   EXPECT_EQ(refusal(as_version(bf16_case_with_nan_at(2, 7), 1)), "") << "NaN in a row with slot -1: never stored";
   EXPECT_EQ(refusal(as_version(bf16_case_with_nan_at(5, 7), 1)), "") << "NaN in a DP-padding row: never read";
   InsertCase packed = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);

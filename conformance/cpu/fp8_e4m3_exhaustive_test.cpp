@@ -81,9 +81,12 @@ class NearestCodeReference {
     const int lo = hi - 1;  // a > 0 here and a <= 448, so lo and hi are both valid codes
     const float mid = (values_[lo] + values_[hi]) / 2.0f;
     int code;
-    if (a < mid) code = lo;
-    else if (a > mid) code = hi;
-    else code = (lo % 2 == 0) ? lo : hi;
+    if (a < mid)
+      code = lo;
+    else if (a > mid)
+      code = hi;
+    else
+      code = (lo % 2 == 0) ? lo : hi;
     return sign | static_cast<std::uint8_t>(code);
   }
 

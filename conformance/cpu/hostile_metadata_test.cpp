@@ -75,10 +75,13 @@ std::vector<Argument> tensor_arguments() {
 
 std::vector<Hostile> hostile_table() {
   std::vector<Hostile> t = {
-      {"NegativePageStride", ErrorCode::kCacheGeometryInvalid, any, [](InsertCase& c) { c.cache.stride0 = -c.cache.stride0; }},
-      {"NegativeTokenStride", ErrorCode::kCacheGeometryInvalid, full_cache, [](InsertCase& c) { c.cache.stride1 = -c.cache.stride1; }},
+      {"NegativePageStride", ErrorCode::kCacheGeometryInvalid, any,
+       [](InsertCase& c) { c.cache.stride0 = -c.cache.stride0; }},
+      {"NegativeTokenStride", ErrorCode::kCacheGeometryInvalid, full_cache,
+       [](InsertCase& c) { c.cache.stride1 = -c.cache.stride1; }},
       {"NegativeNumBlocks", ErrorCode::kCacheGeometryInvalid, any, [](InsertCase& c) { c.cache.num_blocks = -1; }},
-      {"NegativeCacheOffset", ErrorCode::kCacheGeometryInvalid, any, [](InsertCase& c) { c.cache.offset_bytes = -kAlignment; }},
+      {"NegativeCacheOffset", ErrorCode::kCacheGeometryInvalid, any,
+       [](InsertCase& c) { c.cache.offset_bytes = -kAlignment; }},
       {"PageStrideInt64Max", ErrorCode::kCacheGeometryInvalid, any, [](InsertCase& c) { c.cache.stride0 = kMax; }},
       {"NumBlocksTimesPageStrideOverflows", ErrorCode::kCacheGeometryInvalid, any,
        [](InsertCase& c) { c.cache.num_blocks = kMax / 2; }},
@@ -86,15 +89,19 @@ std::vector<Hostile> hostile_table() {
        [](InsertCase& c) { c.cache.block_size = c.block_size = std::int64_t{1} << 62; }},
       {"CacheOffsetNearInt64Max", ErrorCode::kCacheGeometryInvalid, any,
        [](InsertCase& c) { c.cache.offset_bytes = kMax - kAlignment + 1; }},
-      {"QOutNegativeOffset", ErrorCode::kTensorMetaInvalid, legacy, [](InsertCase& c) { c.q_out.offset_bytes = -kAlignment; }},
+      {"QOutNegativeOffset", ErrorCode::kTensorMetaInvalid, legacy,
+       [](InsertCase& c) { c.q_out.offset_bytes = -kAlignment; }},
       {"KvNegativeOffset", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.kv.meta.offset_bytes = -2; }},
       {"KvRowCountOverflows", ErrorCode::kTensorMetaInvalid, any,
        [](InsertCase& c) { c.kv.meta.sizes[0] = std::int64_t{1} << 62; }},
       {"KvRowStrideOverflows", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.kv.meta.strides[0] = kMax; }},
-      {"CosSinOffsetNearInt64Max", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.cos_sin.meta.offset_bytes = kMax - 8; }},
-      {"NegativePositionsSize", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.positions.meta.sizes[0] = -1; }},
+      {"CosSinOffsetNearInt64Max", ErrorCode::kTensorMetaInvalid, any,
+       [](InsertCase& c) { c.cos_sin.meta.offset_bytes = kMax - 8; }},
+      {"NegativePositionsSize", ErrorCode::kTensorMetaInvalid, any,
+       [](InsertCase& c) { c.positions.meta.sizes[0] = -1; }},
       {"NegativeSlotsStride", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.slots.meta.strides[0] = -1; }},
-      {"KvUnknownDtypeCode", ErrorCode::kTensorMetaInvalid, any, [](InsertCase& c) { c.kv.meta.dtype = kUnknownDType; }},
+      {"KvUnknownDtypeCode", ErrorCode::kTensorMetaInvalid, any,
+       [](InsertCase& c) { c.kv.meta.dtype = kUnknownDType; }},
       {"UnknownOpCode", ErrorCode::kWrongOp, any, [](InsertCase& c) { c.op = static_cast<InsertOp>(7); }},
   };
   for (const Argument& a : tensor_arguments()) {
@@ -201,7 +208,10 @@ TEST(WrongOp, EachEntryPointRejectsTheOtherOpsCase) {
 TEST(HostileKvNorm, MalformedMetadataIsRejectedAndNothingIsWritten) {
   const InsertCase base = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kBf16_512);
   const HostTensor weight = valid_norm_weight();
-  struct Break { const char* what; std::function<void(HostTensor& kv, HostTensor& w)> apply; };
+  struct Break {
+    const char* what;
+    std::function<void(HostTensor& kv, HostTensor& w)> apply;
+  };
   const Break breaks[] = {
       {"kv strides shorter", [](HostTensor& kv, HostTensor&) { kv.meta.strides.pop_back(); }},
       {"kv strides longer", [](HostTensor& kv, HostTensor&) { kv.meta.strides.push_back(1); }},
@@ -269,7 +279,8 @@ TEST(CheckedMath, DetectsOverflowAndPropagatesIt) {
   EXPECT_EQ(checked_mul(std::int64_t{1} << 31, std::int64_t{1} << 31), std::int64_t{1} << 62);
   EXPECT_FALSE(checked_mul(std::int64_t{1} << 32, std::int64_t{1} << 31).has_value());
   EXPECT_FALSE(checked_mul(std::numeric_limits<std::int64_t>::min(), std::int64_t{-1}).has_value());
-  EXPECT_FALSE(checked_mul_add(CheckedI64{}, std::int64_t{1}, std::int64_t{0}).has_value()) << "an earlier overflow propagates";
+  EXPECT_FALSE(checked_mul_add(CheckedI64{}, std::int64_t{1}, std::int64_t{0}).has_value())
+      << "an earlier overflow propagates";
   EXPECT_EQ(checked_mul_add(std::int64_t{3}, std::int64_t{4}, std::int64_t{5}), 17);
   EXPECT_EQ(checked_product({}), 1);
   EXPECT_FALSE(checked_product({std::int64_t{1} << 32, std::int64_t{1} << 32}).has_value());

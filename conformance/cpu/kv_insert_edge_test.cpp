@@ -21,11 +21,11 @@ namespace {
 
 struct BlockCase {
   const char* what;
-  std::uint16_t fill;                              // bf16 bits of every other element
-  std::map<int, std::uint16_t> special;            // element offset in block -> bf16 bits
-  std::uint8_t scale_byte;                         // expected
-  std::uint8_t fill_code;                          // expected code of the fill elements
-  std::map<int, std::uint8_t> special_codes;       // expected codes of the specials
+  std::uint16_t fill;                         // bf16 bits of every other element
+  std::map<int, std::uint16_t> special;       // element offset in block -> bf16 bits
+  std::uint8_t scale_byte;                    // expected
+  std::uint8_t fill_code;                     // expected code of the fill elements
+  std::map<int, std::uint8_t> special_codes;  // expected codes of the specials
 };
 
 // bf16 bits: 1.0 = 0x3F80, -1.0 = 0xBF80, 0.5 = 0x3F00, 1000 = 0x447A, 896 = 0x4460, 900 = 0x4461,
@@ -69,7 +69,8 @@ void check_packed(RecordFormat f, std::size_t first_case) {
   const int width = l.quant_block_dims;
   std::vector<std::uint16_t> row(kHeadDim, 0x3F80);
   const auto& cases = block_cases();
-  const std::size_t count = std::min<std::size_t>(cases.size() - first_case, static_cast<std::size_t>(kNopeDim / width));
+  const std::size_t count =
+      std::min<std::size_t>(cases.size() - first_case, static_cast<std::size_t>(kNopeDim / width));
   for (std::size_t b = 0; b < count; ++b) {
     const BlockCase& bc = cases[first_case + b];
     for (int i = 0; i < width; ++i) row[b * width + i] = bc.fill;
@@ -145,34 +146,37 @@ std::vector<std::uint8_t> record_of_slot1(const InsertCase& c, const InsertOutpu
 std::vector<std::uint16_t> nan_payload_row() {
   std::vector<std::uint16_t> row(kHeadDim, 0x3F80);  // 1.0
   const std::uint16_t payloads[] = {0xFFC0, 0x7F81, 0xFFA5, 0x7FC0};
-  for (int i = 0; i < 4; ++i) row[i] = payloads[i];            // NoPE dims 0..3
-  row[4] = 0x8000;                                             // -0
-  row[5] = 0x0001;                                             // smallest subnormal
-  row[6] = 0xFF80;                                             // -Inf
-  row[7] = 0x7F80;                                             // +Inf
-  row[kNopeDim + 0] = 0xFFC0;                                  // pair 0: (NaN, 1)
-  row[kNopeDim + 3] = 0x7F81;                                  // pair 1: (1, NaN)
-  row[kNopeDim + 4] = 0xFFA5;                                  // pair 2: (NaN, NaN)
+  for (int i = 0; i < 4; ++i) row[i] = payloads[i];  // NoPE dims 0..3
+  row[4] = 0x8000;                                   // -0
+  row[5] = 0x0001;                                   // smallest subnormal
+  row[6] = 0xFF80;                                   // -Inf
+  row[7] = 0x7F80;                                   // +Inf
+  row[kNopeDim + 0] = 0xFFC0;                        // pair 0: (NaN, 1)
+  row[kNopeDim + 3] = 0x7F81;                        // pair 1: (1, NaN)
+  row[kNopeDim + 4] = 0xFFA5;                        // pair 2: (NaN, NaN)
   row[kNopeDim + 5] = 0x7FC0;
-  row[kNopeDim + 7] = 0x4000;                                  // pair 3: (1, 2)
+  row[kNopeDim + 7] = 0x4000;  // pair 3: (1, 2)
   return row;
 }
 
 std::vector<std::uint8_t> nan_payload_record_by_hand() {
   std::vector<std::uint8_t> b;
-  auto put = [&](std::uint8_t lo, std::uint8_t hi) { b.push_back(lo); b.push_back(hi); };
-  put(0xFF, 0x7F);  // dim 0: NaN 0xFFC0 -> 0x7FFF
-  put(0xFF, 0x7F);  // dim 1: NaN 0x7F81 -> 0x7FFF
-  put(0xFF, 0x7F);  // dim 2: NaN 0xFFA5 -> 0x7FFF
-  put(0xFF, 0x7F);  // dim 3: NaN 0x7FC0 -> 0x7FFF
-  put(0x00, 0x80);  // dim 4: -0 kept
-  put(0x01, 0x00);  // dim 5: subnormal kept
-  put(0x80, 0xFF);  // dim 6: -Inf kept
-  put(0x80, 0x7F);  // dim 7: +Inf kept
-  for (int d = 8; d < kNopeDim; ++d) put(0x80, 0x3F);  // 1.0 kept
+  auto put = [&](std::uint8_t lo, std::uint8_t hi) {
+    b.push_back(lo);
+    b.push_back(hi);
+  };
+  put(0xFF, 0x7F);                                                // dim 0: NaN 0xFFC0 -> 0x7FFF
+  put(0xFF, 0x7F);                                                // dim 1: NaN 0x7F81 -> 0x7FFF
+  put(0xFF, 0x7F);                                                // dim 2: NaN 0xFFA5 -> 0x7FFF
+  put(0xFF, 0x7F);                                                // dim 3: NaN 0x7FC0 -> 0x7FFF
+  put(0x00, 0x80);                                                // dim 4: -0 kept
+  put(0x01, 0x00);                                                // dim 5: subnormal kept
+  put(0x80, 0xFF);                                                // dim 6: -Inf kept
+  put(0x80, 0x7F);                                                // dim 7: +Inf kept
+  for (int d = 8; d < kNopeDim; ++d) put(0x80, 0x3F);             // 1.0 kept
   for (int d = kNopeDim; d < kNopeDim + 6; ++d) put(0xFF, 0x7F);  // pairs 0-2: NaN spreads to both
-  put(0x00, 0xC0);  // pair 3 even: -2
-  put(0x80, 0x3F);  // pair 3 odd: 1
+  put(0x00, 0xC0);                                                // pair 3 even: -2
+  put(0x80, 0x3F);                                                // pair 3 odd: 1
   for (int j = 4; j < kRopePairs; ++j) {
     put(0x80, 0xBF);  // even: -1
     put(0x80, 0x3F);  // odd: 1
@@ -218,12 +222,12 @@ TEST(KvInsertEdgeValues, Bf16FullCacheWithKvNormTurnsANanRowIntoCanonicalNan) {
 // encodes as 0x39, while its bf16 rounding (1.0625 exactly) would tie to even, 0x38.
 TEST(KvInsertEdgeValues, Fp8FullCacheRopeDimsAreNotBf16Rounded) {
   std::vector<std::uint16_t> row(kHeadDim, 0x3F80);  // 1.0
-  row[kNopeDim] = 0x3F88;      // 1.0625
-  row[kNopeDim + 1] = 0xBF80;  // -1
+  row[kNopeDim] = 0x3F88;                            // 1.0625
+  row[kNopeDim + 1] = 0xBF80;                        // -1
   const InsertCase kv_only = edge_case_with_table(RecordFormat::kFp8_512, row, 1.0f, 0x1p-20f);
   std::vector<std::uint8_t> expected(kHeadDim, 0x38);  // 1.0; other pairs (1, 1) -> (1 - 2^-20, 1 + 2^-20) -> 1.0
-  expected[kNopeDim] = 0x39;      // 1.0625 + 2^-20 rounds up (0x38 if it were bf16-rounded first)
-  expected[kNopeDim + 1] = 0xB8;  // -0.99999899 -> -1.0
+  expected[kNopeDim] = 0x39;                           // 1.0625 + 2^-20 rounds up (0x38 if it were bf16-rounded first)
+  expected[kNopeDim + 1] = 0xB8;                       // -0.99999899 -> -1.0
   testkit::QuerySpec q;
   q.heads = 1;
   q.padded_heads = 0;

@@ -48,10 +48,11 @@ TEST_P(UpstreamDsparkReplay, KvOnlyEqualsLegacyDummyQueryInsert) {
     EXPECT_TRUE(diff.equal()) << testkit::format_case_report(kv_only, diff, reference.cache, insert.cache, ctx);
     EXPECT_EQ(kv_only.kv.bytes, kv_before) << "kv must not be modified";
 
-    const bool all_canary = std::all_of(insert.cache.begin(), insert.cache.end(),
-                                        [](std::uint8_t b) { return b == testkit::kCanary; });
+    const bool all_canary =
+        std::all_of(insert.cache.begin(), insert.cache.end(), [](std::uint8_t b) { return b == testkit::kCanary; });
     const bool any_live = !testkit::addressed_slots(kv_only).empty();
-    EXPECT_EQ(all_canary, !any_live) << (any_live ? "live slots but nothing was written" : "all slots -1 but bytes changed");
+    EXPECT_EQ(all_canary, !any_live) << (any_live ? "live slots but nothing was written"
+                                                  : "all slots -1 but bytes changed");
   }
 }
 

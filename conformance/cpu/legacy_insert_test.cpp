@@ -32,7 +32,9 @@ std::vector<float> cos_sin_row(const InsertCase& c, std::int64_t t) {
 
 // Element (t, h, d) of a [N, heads, 512] tensor, docs/contract.md §4: head-major, or
 // chunk-interleaved (lane L = d / 16 holds the 16-dim chunks of all heads next to each other).
-std::int64_t head_major(std::int64_t t, std::int64_t h, int d, std::int64_t heads) { return (t * heads + h) * kHeadDim + d; }
+std::int64_t head_major(std::int64_t t, std::int64_t h, int d, std::int64_t heads) {
+  return (t * heads + h) * kHeadDim + d;
+}
 std::int64_t interleaved(std::int64_t t, std::int64_t h, int d, std::int64_t heads) {
   return t * heads * kHeadDim + (d / 16) * heads * 16 + h * 16 + d % 16;
 }
@@ -44,7 +46,8 @@ std::vector<float> expected_q_row(const InsertCase& c, std::int64_t t, std::int6
   const std::int64_t heads = c.q.meta.size(1);
   const bool read_interleaved = c.q_interleaved && is_packed(*format_of(c));
   for (int d = 0; d < kHeadDim; ++d) {
-    const std::uint16_t bits = c.q.load<std::uint16_t>(read_interleaved ? interleaved(t, h, d, heads) : head_major(t, h, d, heads));
+    const std::uint16_t bits =
+        c.q.load<std::uint16_t>(read_interleaved ? interleaved(t, h, d, heads) : head_major(t, h, d, heads));
     e[d] = c.q.meta.dtype == DType::kF16 ? oracle::fp16_to_float(bits) : oracle::bf16_to_float(bits);
   }
   if (c.apply_q_norm) oracle::q_norm_row(e.data(), c.eps);
@@ -103,7 +106,8 @@ InsertCase as_interleaved(const InsertCase& head_major_case) {
   for (std::int64_t t = 0; t < c.num_rows(); ++t)
     for (std::int64_t h = 0; h < heads; ++h)
       for (int d = 0; d < kHeadDim; ++d)
-        c.q.store<std::uint16_t>(interleaved(t, h, d, heads), head_major_case.q.load<std::uint16_t>(head_major(t, h, d, heads)));
+        c.q.store<std::uint16_t>(interleaved(t, h, d, heads),
+                                 head_major_case.q.load<std::uint16_t>(head_major(t, h, d, heads)));
   return c;
 }
 
@@ -116,7 +120,8 @@ TEST(LegacyQ, InterleavedIsAPermutationOfHeadMajor) {
   for (std::int64_t t = 0; t < hm.num_rows(); ++t)
     for (std::int64_t h = 0; h < 16; ++h)
       for (int d = 0; d < kHeadDim; ++d)
-        ASSERT_EQ(q_out16(b, interleaved(t, h, d, 16)), q_out16(a, head_major(t, h, d, 16))) << "t " << t << " h " << h << " d " << d;
+        ASSERT_EQ(q_out16(b, interleaved(t, h, d, 16)), q_out16(a, head_major(t, h, d, 16)))
+            << "t " << t << " h " << h << " d " << d;
   EXPECT_EQ(a.cache, b.cache) << "the Q layout never touches the cache";
 }
 
@@ -135,7 +140,8 @@ TEST(LegacyQ, InterleavedReadsQInAndWritesQOutAtTheChunkOffsets) {
   std::vector<std::uint16_t> q(static_cast<std::size_t>(n * kHeads * kHeadDim));
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t h = 0; h < kHeads; ++h)
-      for (int d = 0; d < kHeadDim; ++d) q[static_cast<std::size_t>(t * kHeads * 512 + (d / 16) * kHeads * 16 + h * 16 + d % 16)] = value(t, h, d);
+      for (int d = 0; d < kHeadDim; ++d)
+        q[static_cast<std::size_t>(t * kHeads * 512 + (d / 16) * kHeads * 16 + h * 16 + d % 16)] = value(t, h, d);
   testkit::QuerySpec spec;
   spec.heads = kHeads;
   spec.padded_heads = kPadded;
@@ -149,7 +155,8 @@ TEST(LegacyQ, InterleavedReadsQInAndWritesQOutAtTheChunkOffsets) {
   for (std::int64_t t = 0; t < n; ++t)
     for (std::int64_t h = 0; h < kPadded; ++h)
       for (int d = 0; d < kHeadDim; ++d)
-        ASSERT_EQ(q_out16(out, t * kPadded * 512 + (d / 16) * kPadded * 16 + h * 16 + d % 16), h < kHeads ? value(t, h, d) : 0)
+        ASSERT_EQ(q_out16(out, t * kPadded * 512 + (d / 16) * kPadded * 16 + h * 16 + d % 16),
+                  h < kHeads ? value(t, h, d) : 0)
             << "t " << t << " h " << h << " d " << d;
 
   // With norm and RoPE the logical rows are the ones read at the interleaved q_in offsets.
@@ -163,7 +170,8 @@ TEST(LegacyQ, InterleavedReadsQInAndWritesQOutAtTheChunkOffsets) {
     for (std::int64_t h = 0; h < kHeads; ++h) {
       const std::vector<float> e = expected_q_row(normed, t, h, true);
       for (int d = 0; d < kHeadDim; ++d)
-        ASSERT_EQ(q_out16(out, interleaved(t, h, d, kPadded)), oracle::float_to_bf16(e[d])) << "t " << t << " h " << h << " d " << d;
+        ASSERT_EQ(q_out16(out, interleaved(t, h, d, kPadded)), oracle::float_to_bf16(e[d]))
+            << "t " << t << " h " << h << " d " << d;
     }
 }
 
@@ -174,7 +182,8 @@ TEST(LegacyQ, FullCacheBf16InPlaceAndFp8WithReciprocalScale) {
   for (std::int64_t t = 0; t < bf.num_rows(); ++t)
     for (std::int64_t h = 0; h < 2; ++h) {
       const auto e = expected_q_row(bf, t, h, true);
-      for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(q_out16(out, (t * 2 + h) * kHeadDim + d), oracle::float_to_bf16(e[d]));
+      for (int d = 0; d < kHeadDim; ++d)
+        ASSERT_EQ(q_out16(out, (t * 2 + h) * kHeadDim + d), oracle::float_to_bf16(e[d]));
     }
   InsertCase f8 = legacy_case(RecordFormat::kFp8_512, 2, 0, false, false, true);
   out = testkit::make_outputs(f8);
@@ -228,7 +237,8 @@ TEST(LegacyFp16, PackedRopeRegionHoldsFp16) {
   c.kv.meta.dtype = DType::kF16;
   c.q.meta.dtype = DType::kF16;
   c.q_out.dtype = DType::kF16;
-  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i) c.kv.store<std::uint16_t>(i, oracle::float_to_fp16(0.25f * static_cast<float>(i % 13) - 1.5f));
+  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i)
+    c.kv.store<std::uint16_t>(i, oracle::float_to_fp16(0.25f * static_cast<float>(i % 13) - 1.5f));
   InsertOutputs out = testkit::make_outputs(c);
   const Status s = oracle::legacy_insert(c, out);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -240,7 +250,8 @@ TEST(LegacyFp16, PackedRopeRegionHoldsFp16) {
   oracle::rope_gptj_row(x.data(), cos_sin_row(c, t).data());
   const oracle::DecodedRecord r = oracle::decode_record(out.cache, view, slot);
   for (int d = kNopeDim; d < kHeadDim; ++d) ASSERT_EQ(r.values16[d], oracle::float_to_fp16(x[d])) << "dim " << d;
-  for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(r.dequantized[d], x[d]) << "quarter steps are exact in e4m3 here, dim " << d;
+  for (int d = 0; d < kNopeDim; ++d)
+    ASSERT_EQ(r.dequantized[d], x[d]) << "quarter steps are exact in e4m3 here, dim " << d;
 }
 
 // fp16 q/kv (docs/contract.md §4): a legacy case of format f with fp16 values of moderate size,
@@ -251,8 +262,10 @@ InsertCase fp16_legacy_case(RecordFormat f, std::int64_t heads, std::int64_t hp)
   c.q.meta.dtype = DType::kF16;
   if (is_packed(f)) c.q_out.dtype = DType::kF16;  // full caches keep their Q output dtype (e4m3 / bf16)
   testkit::Rng rng(23);
-  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i) c.kv.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
-  for (std::int64_t i = 0; i < c.q.meta.numel(); ++i) c.q.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
+  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i)
+    c.kv.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
+  for (std::int64_t i = 0; i < c.q.meta.numel(); ++i)
+    c.q.store<std::uint16_t>(i, oracle::float_to_fp16(3.0f * rng.normal()));
   return c;
 }
 
@@ -270,7 +283,8 @@ void expect_fp16_record(const InsertCase& c, const InsertOutputs& out, std::int6
   const oracle::DecodedRecord r = oracle::decode_record(out.cache, view, slot, fp8_scale);
   if (!l.paged_regions) {
     const float inv = 1.0f / fp8_scale;
-    for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(r.codes[d], oracle::e4m3_encode(x[d] * inv)) << "slot " << slot << " dim " << d;
+    for (int d = 0; d < kHeadDim; ++d)
+      ASSERT_EQ(r.codes[d], oracle::e4m3_encode(x[d] * inv)) << "slot " << slot << " dim " << d;
     return;
   }
   std::vector<float> y(kHeadDim);
@@ -283,7 +297,8 @@ void expect_fp16_record(const InsertCase& c, const InsertOutputs& out, std::int6
       ASSERT_EQ(r.codes[d], oracle::e4m3_encode(y[d] * s.inverse)) << "slot " << slot << " dim " << d;
     }
   }
-  for (int d = l.fp8_dims; d < kHeadDim; ++d) ASSERT_EQ(r.values16[d], oracle::float_to_fp16(y[d])) << "slot " << slot << " dim " << d;
+  for (int d = l.fp8_dims; d < kHeadDim; ++d)
+    ASSERT_EQ(r.values16[d], oracle::float_to_fp16(y[d])) << "slot " << slot << " dim " << d;
 }
 
 class LegacyFp16Formats : public ::testing::TestWithParam<RecordFormat> {};
@@ -306,9 +321,11 @@ TEST_P(LegacyFp16Formats, KvRecordsAndQOutputUseFp16) {
       for (int d = 0; d < kHeadDim; ++d) {
         const std::int64_t i = head_major(t, h, d, out_heads);
         if (f == RecordFormat::kFp8_512) {
-          ASSERT_EQ(out.q_out[static_cast<std::size_t>(i)], oracle::e4m3_encode(e[d] * 3.0f)) << "t " << t << " h " << h << " d " << d;
+          ASSERT_EQ(out.q_out[static_cast<std::size_t>(i)], oracle::e4m3_encode(e[d] * 3.0f))
+              << "t " << t << " h " << h << " d " << d;
         } else {
-          ASSERT_EQ(q_out16(out, i), h < heads ? oracle::float_to_fp16(e[d]) : 0) << "fp16 Q output: t " << t << " h " << h << " d " << d;
+          ASSERT_EQ(q_out16(out, i), h < heads ? oracle::float_to_fp16(e[d]) : 0)
+              << "fp16 Q output: t " << t << " h " << h << " d " << d;
         }
       }
     }

@@ -63,10 +63,12 @@ InsertOutputs outputs_for(const InsertCase& c) {
   InsertOutputs out = testkit::make_outputs(c);
   const RecordLayout& l = layout_of(*format_of(c));
   const CacheGeometry& g = c.cache;
-  const std::int64_t records = l.paged_regions ? l.dense_page_bytes(g.block_size)
-                                               : (g.block_size - 1) * g.token_stride_bytes() + l.data_bytes;
-  const std::int64_t reach = g.offset_bytes + (g.num_blocks - 1) * g.page_stride_bytes() + records + testkit::kGuardBytes;
-  if (reach > static_cast<std::int64_t>(out.cache.size())) out.cache.resize(static_cast<std::size_t>(reach), testkit::kCanary);
+  const std::int64_t records =
+      l.paged_regions ? l.dense_page_bytes(g.block_size) : (g.block_size - 1) * g.token_stride_bytes() + l.data_bytes;
+  const std::int64_t reach =
+      g.offset_bytes + (g.num_blocks - 1) * g.page_stride_bytes() + records + testkit::kGuardBytes;
+  if (reach > static_cast<std::int64_t>(out.cache.size()))
+    out.cache.resize(static_cast<std::size_t>(reach), testkit::kCanary);
   return out;
 }
 
@@ -89,7 +91,9 @@ void expect_same_for_every_thread_count(const InsertCase& c, ValidationLevel lev
   }
 }
 
-std::string format_name(const ::testing::TestParamInfo<RecordFormat>& p) { return std::string(layout_of(p.param).name); }
+std::string format_name(const ::testing::TestParamInfo<RecordFormat>& p) {
+  return std::string(layout_of(p.param).name);
+}
 
 class OracleThreads : public ::testing::TestWithParam<RecordFormat> {};
 
@@ -134,7 +138,8 @@ TEST_P(OracleThreads, OverlappingPagesRunSeriallyAtTheContractLevel) {
   // overlap: rows are not independent any more.
   InsertCase c = large_case(GetParam(), false, 15);
   const RecordLayout& l = layout_of(GetParam());
-  const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(kBlockSize) : kBlockSize * c.cache.token_stride_bytes();
+  const std::int64_t dense =
+      l.paged_regions ? l.dense_page_bytes(kBlockSize) : kBlockSize * c.cache.token_stride_bytes();
   c.cache.stride0 = (dense / 2) / c.cache.element_bytes();
   ASSERT_FALSE(oracle::kv_rows_write_disjoint_bytes(c));
   expect_same_for_every_thread_count(c, ValidationLevel::kContract);
@@ -156,7 +161,8 @@ TEST(ParallelRows, ChunksCoverEveryRowOnceOnTheRequestedThreads) {
         }
         for (std::int64_t t = begin; t < end; ++t) ++hits[static_cast<std::size_t>(t)];  // chunks are disjoint
       });
-      EXPECT_EQ(hits, std::vector<int>(static_cast<std::size_t>(rows), 1)) << rows << " rows, " << threads << " threads";
+      EXPECT_EQ(hits, std::vector<int>(static_cast<std::size_t>(rows), 1))
+          << rows << " rows, " << threads << " threads";
       const std::int64_t expected_threads =
           rows == 0 ? 0 : std::min<std::int64_t>(threads, std::max<std::int64_t>(1, rows / oracle::kMinRowsPerThread));
       EXPECT_EQ(static_cast<std::int64_t>(ids.size()), expected_threads) << rows << " rows, " << threads << " threads";

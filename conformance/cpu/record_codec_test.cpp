@@ -30,7 +30,8 @@ std::uint16_t bf16_bits_of_exact(float v) {
 }
 
 InsertCase layout_case(RecordFormat f) {
-  testkit::CacheShape shape{f, kBlocks, kBlockSize, kPadding, f == RecordFormat::kBf16_512 || f == RecordFormat::kFp8_512 ? 32 : 0, kBase};
+  testkit::CacheShape shape{
+      f, kBlocks, kBlockSize, kPadding, f == RecordFormat::kBf16_512 || f == RecordFormat::kFp8_512 ? 32 : 0, kBase};
   testkit::KvInputs in;
   in.kv.resize(kHeadDim);
   for (int d = 0; d < kNopeDim; ++d) in.kv[d] = bf16_bits_of_exact(nope_value(d));
@@ -77,7 +78,8 @@ TEST(RecordLayout, Packed584TokenAtItsOffsets) {
   for (int k = 0; k < 7; ++k) EXPECT_EQ(b[scales + k], 127 + k - 8) << "block " << k;
   EXPECT_EQ(b[scales + 7], 0x00) << "pad byte";
 
-  const oracle::DecodedRecord r = oracle::decode_record(b, oracle::PagedCacheView::of(c.cache, RecordFormat::kPacked584), kSlot);
+  const oracle::DecodedRecord r =
+      oracle::decode_record(b, oracle::PagedCacheView::of(c.cache, RecordFormat::kPacked584), kSlot);
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(r.dequantized[d], nope_value(d)) << "dim " << d;
   for (int j = 0; j < kRopeDim; ++j) ASSERT_EQ(r.dequantized[kNopeDim + j], rope_value(j));
   EXPECT_EQ(r.pad, 0x00);
@@ -99,7 +101,8 @@ TEST(RecordLayout, Packed528TokenAtItsOffsets) {
   // hold 0..15.5 (amax 15.5, E = -4). Scaled by 2^4 they are integers/8-multiples that e4m3 holds.
   EXPECT_EQ(b[scales + 14], 123);
   EXPECT_EQ(b[scales + 15], 123);
-  const oracle::DecodedRecord r = oracle::decode_record(b, oracle::PagedCacheView::of(c.cache, RecordFormat::kPacked528), kSlot);
+  const oracle::DecodedRecord r =
+      oracle::decode_record(b, oracle::PagedCacheView::of(c.cache, RecordFormat::kPacked528), kSlot);
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(r.dequantized[d], nope_value(d));
   EXPECT_EQ(r.dequantized[448], -16.0f);  // -256 * 2^-4: code 0xF8
   EXPECT_EQ(b[data + 448], 0xF8);

@@ -72,7 +72,8 @@ TEST(RmsNorm, ButterflySixteenToOneKnownAnswer) {
 TEST(RmsNorm, ButterflyOrderPinnedThroughTheOps) {
   const auto row = butterfly_row();
   std::vector<std::uint16_t> bits(kHeadDim);
-  for (int d = 0; d < kHeadDim; ++d) bits[static_cast<std::size_t>(d)] = float_to_bf16(row[static_cast<std::size_t>(d)]);
+  for (int d = 0; d < kHeadDim; ++d)
+    bits[static_cast<std::size_t>(d)] = float_to_bf16(row[static_cast<std::size_t>(d)]);
   auto expected = [](int d) -> std::uint16_t { return d == 0 ? 0x41b4 : (d == 16 || d == 272) ? 0x3bb4 : 0x0000; };
 
   InsertCase kv = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584, 3);

@@ -45,7 +45,8 @@ TEST(Rope, GptjRotatesAdjacentPairsOfTheRopeDimsOnly) {
   rope_gptj_row(out.data(), csc.data());
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(out[d], row[d]) << "NoPE dim " << d;
   for (int j = 0; j < kRopePairs; ++j) {
-    const RotatedPair r = rope_rotate_pair(row[kNopeDim + 2 * j], row[kNopeDim + 2 * j + 1], csc[j], csc[kRopePairs + j]);
+    const RotatedPair r =
+        rope_rotate_pair(row[kNopeDim + 2 * j], row[kNopeDim + 2 * j + 1], csc[j], csc[kRopePairs + j]);
     EXPECT_EQ(out[kNopeDim + 2 * j], r.first) << "pair " << j;
     EXPECT_EQ(out[kNopeDim + 2 * j + 1], r.second) << "pair " << j;
   }

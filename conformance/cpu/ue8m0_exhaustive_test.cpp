@@ -75,7 +75,7 @@ TEST(Ue8m0Exhaustive, RulesAgreeForEveryBf16Amax) {
     EXPECT_EQ(scale_exponent(q, ExponentRule::kDeviceLog2f), scale_exponent(q, ExponentRule::kExact))
         << "amax " << amax << " q " << q;
   };
-  check(kAmaxFloor);  // the floor is not a bf16 value, but every all-small block uses it
+  check(kAmaxFloor);                             // the floor is not a bf16 value, but every all-small block uses it
   for (std::uint32_t b = 0; b < 0x7F80u; ++b) {  // positive finite bf16
     const float amax = bf16_to_float(static_cast<std::uint16_t>(b));
     if (amax >= kAmaxFloor) check(amax);

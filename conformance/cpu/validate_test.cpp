@@ -22,8 +22,6 @@
 namespace kvc {
 namespace {
 
-
-
 struct MatrixEntry {
   const testkit::RuleBreaker* breaker;
   InsertOp op;
@@ -97,8 +95,7 @@ TEST(ErrorCodes, NamesNumbersAndMessagesAreStable) {
     EXPECT_EQ(back, code);
   }
   const Status duplicate{ErrorCode::kDuplicateSlot, "slot 5"};
-  EXPECT_EQ(duplicate.ToString(),
-            "E204 kDuplicateSlot: two tokens map to the same slot (slot 5)");
+  EXPECT_EQ(duplicate.ToString(), "E204 kDuplicateSlot: two tokens map to the same slot (slot 5)");
 }
 
 TEST(ScaleShape, ZeroDimensionalScaleIsOneElement) {
@@ -144,20 +141,30 @@ TEST_P(StandaloneKvNormSite, RejectedWithItsCode) {
   EXPECT_EQ(s.code, GetParam().code) << s.ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Sites, StandaloneKvNormSite,
-    ::testing::Values(
-        KvNormSite{"KvMissing", ErrorCode::kKvDtype, [](HostTensor& kv, HostTensor&) { kv = HostTensor{}; }},
-        KvNormSite{"KvFloat16", ErrorCode::kKvDtype, [](HostTensor& kv, HostTensor&) { kv.meta.dtype = DType::kF16; }},
-        KvNormSite{"KvRowsOf256", ErrorCode::kKvShape,
-                   [](HostTensor& kv, HostTensor&) { kv.meta.sizes = {6, 256}; kv.meta.strides = {256, 1}; }},
-        KvNormSite{"KvNotContiguous", ErrorCode::kKvNotContiguous,
-                   [](HostTensor& kv, HostTensor&) { kv.meta.strides[0] *= 2; kv.bytes.resize(static_cast<std::size_t>(kv.meta.span_bytes())); }},
-        KvNormSite{"KvBytesTruncated", ErrorCode::kInputTooSmall, [](HostTensor& kv, HostTensor&) { kv.bytes.pop_back(); }},
-        KvNormSite{"WeightMissing", ErrorCode::kNormWeightInvalid, [](HostTensor&, HostTensor& w) { w = HostTensor{}; }},
-        KvNormSite{"WeightBytesTruncated", ErrorCode::kNormWeightInvalid, [](HostTensor&, HostTensor& w) { w.bytes.pop_back(); }},
-        KvNormSite{"WeightOnAnotherDevice", ErrorCode::kDeviceMismatch, [](HostTensor&, HostTensor& w) { w.meta.device = 1; }}),
-    [](const ::testing::TestParamInfo<KvNormSite>& p) { return std::string(p.param.name); });
+INSTANTIATE_TEST_SUITE_P(Sites, StandaloneKvNormSite,
+                         ::testing::Values(KvNormSite{"KvMissing", ErrorCode::kKvDtype,
+                                                      [](HostTensor& kv, HostTensor&) { kv = HostTensor{}; }},
+                                           KvNormSite{"KvFloat16", ErrorCode::kKvDtype,
+                                                      [](HostTensor& kv, HostTensor&) { kv.meta.dtype = DType::kF16; }},
+                                           KvNormSite{"KvRowsOf256", ErrorCode::kKvShape,
+                                                      [](HostTensor& kv, HostTensor&) {
+                                                        kv.meta.sizes = {6, 256};
+                                                        kv.meta.strides = {256, 1};
+                                                      }},
+                                           KvNormSite{"KvNotContiguous", ErrorCode::kKvNotContiguous,
+                                                      [](HostTensor& kv, HostTensor&) {
+                                                        kv.meta.strides[0] *= 2;
+                                                        kv.bytes.resize(static_cast<std::size_t>(kv.meta.span_bytes()));
+                                                      }},
+                                           KvNormSite{"KvBytesTruncated", ErrorCode::kInputTooSmall,
+                                                      [](HostTensor& kv, HostTensor&) { kv.bytes.pop_back(); }},
+                                           KvNormSite{"WeightMissing", ErrorCode::kNormWeightInvalid,
+                                                      [](HostTensor&, HostTensor& w) { w = HostTensor{}; }},
+                                           KvNormSite{"WeightBytesTruncated", ErrorCode::kNormWeightInvalid,
+                                                      [](HostTensor&, HostTensor& w) { w.bytes.pop_back(); }},
+                                           KvNormSite{"WeightOnAnotherDevice", ErrorCode::kDeviceMismatch,
+                                                      [](HostTensor&, HostTensor& w) { w.meta.device = 1; }}),
+                         [](const ::testing::TestParamInfo<KvNormSite>& p) { return std::string(p.param.name); });
 
 TEST(KvOnlyRows, RowsBeyondTheSlotsAreNeverRead) {
   // Rows >= slots.size(0) may hold anything, even positions far out of range: never read.

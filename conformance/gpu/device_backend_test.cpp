@@ -23,7 +23,8 @@ const RuleBreaker& breaker(const std::string& name) {
 
 TEST(DeviceBackendHarness, ValueAndHarnessRulesAreRejectedOnTheHostBeforeTheLibrary) {
   DeviceBackend device(KernelLibrary::builtin());
-  for (const char* name : {"DuplicateSlot", "SlotBeyondTheCache", "PositionAtMaxPos", "Fp8ScaleNaN", "BackingTooSmall"}) {
+  for (const char* name :
+       {"DuplicateSlot", "SlotBeyondTheCache", "PositionAtMaxPos", "Fp8ScaleNaN", "BackingTooSmall"}) {
     InsertCase c = small_valid_case(InsertOp::kKvOnly, RecordFormat::kFp8_512);
     InsertOutputs out = make_outputs(c);
     const RuleBreaker& b = breaker(name);

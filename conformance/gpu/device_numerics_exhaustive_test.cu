@@ -86,9 +86,11 @@ testkit::SweepResult device_sweep(std::uint32_t begin, std::uint32_t end) {
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, last - first + 1));
     evaluate<F><<<kBlocks, kThreadsPerBlock>>>(static_cast<std::uint32_t>(first), count, device_out);
     testkit::check_cuda(cudaGetLastError(), "launch of the sweep kernel");
-    testkit::check_cuda(cudaMemcpy(host.data(), device_out, count * sizeof(Out), cudaMemcpyDeviceToHost), "download of a chunk");
-    const testkit::SweepResult r = testkit::sweep_u32(static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first + count - 1),
-                                                      [&](std::uint32_t u) { return host[u - first] == F::oracle(float_of(u)); });
+    testkit::check_cuda(cudaMemcpy(host.data(), device_out, count * sizeof(Out), cudaMemcpyDeviceToHost),
+                        "download of a chunk");
+    const testkit::SweepResult r =
+        testkit::sweep_u32(static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(first + count - 1),
+                           [&](std::uint32_t u) { return host[u - first] == F::oracle(float_of(u)); });
     total.checked += r.checked;
     total.mismatches += r.mismatches;
     for (std::uint32_t u : r.first_mismatches)
@@ -118,8 +120,8 @@ void expect_exhaustive_match(const char* what, std::uint32_t begin, std::uint32_
   std::string examples;
   for (std::uint32_t u : r.first_mismatches) {
     char line[128];
-    std::snprintf(line, sizeof line, "\n  input 0x%08x: device %lld, oracle %lld", u, static_cast<long long>(device_value<F>(u)),
-                  static_cast<long long>(F::oracle(float_of(u))));
+    std::snprintf(line, sizeof line, "\n  input 0x%08x: device %lld, oracle %lld", u,
+                  static_cast<long long>(device_value<F>(u)), static_cast<long long>(F::oracle(float_of(u))));
     examples += line;
   }
   EXPECT_EQ(r.mismatches, 0u) << what << examples;

@@ -24,8 +24,12 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t, int32_t, DLDataType, kvc_op_suppo
   return KVC_STATUS_OK;
 }
 
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args*, void*, char*, size_t) { return KVC_STATUS_UNSUPPORTED; }
-KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args*, void*, char*, size_t) { return KVC_STATUS_UNSUPPORTED; }
+KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args*, void*, char*, size_t) {
+  return KVC_STATUS_UNSUPPORTED;
+}
+KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args*, void*, char*, size_t) {
+  return KVC_STATUS_UNSUPPORTED;
+}
 
 #ifndef KVC_FAKE_OMIT_KV_NORM
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args*, void*, char*, size_t) { return KVC_STATUS_UNSUPPORTED; }

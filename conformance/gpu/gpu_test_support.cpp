@@ -63,20 +63,22 @@ std::string first_q_out_difference(const InsertCase& c, const std::vector<std::u
   return where + bytes;
 }
 
-::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected, const InsertOutputs& actual,
-                                          RsqrtMode mode, const std::string& description) {
+::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected,
+                                          const InsertOutputs& actual, RsqrtMode mode, const std::string& description) {
   if (mode == RsqrtMode::kCorrectlyRounded && expected.cache == actual.cache && expected.q_out == actual.q_out)
     return ::testing::AssertionSuccess();
   const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, mode, expected, actual);
   if (r.accepted) {
-    std::printf("%s: accepted under rsqrt mode %s\n%s", description.c_str(), std::string(testkit::rsqrt_mode_name(mode)).c_str(),
-                r.report.c_str());
+    std::printf("%s: accepted under rsqrt mode %s\n%s", description.c_str(),
+                std::string(testkit::rsqrt_mode_name(mode)).c_str(), r.report.c_str());
     return ::testing::AssertionSuccess();
   }
   ::testing::AssertionResult failure = ::testing::AssertionFailure();
   failure << description << ": the kernel's bytes differ from the oracle's (rsqrt mode "
-          << testkit::rsqrt_mode_name(mode) << ")\n" << r.report;
-  if (const std::string q = first_q_out_difference(c, expected.q_out, actual.q_out); !q.empty()) failure << "first " << q << "\n";
+          << testkit::rsqrt_mode_name(mode) << ")\n"
+          << r.report;
+  if (const std::string q = first_q_out_difference(c, expected.q_out, actual.q_out); !q.empty())
+    failure << "first " << q << "\n";
   return failure;
 }
 
@@ -92,7 +94,8 @@ std::string first_q_out_difference(const InsertCase& c, const std::vector<std::u
     failure << testkit::format_case_report(c, testkit::diff_case_backings(c, first.cache, second.cache), first.cache,
                                            second.cache, ctx);
   }
-  if (const std::string q = first_q_out_difference(c, first.q_out, second.q_out); !q.empty()) failure << "first " << q << "\n";
+  if (const std::string q = first_q_out_difference(c, first.q_out, second.q_out); !q.empty())
+    failure << "first " << q << "\n";
   return failure;
 }
 

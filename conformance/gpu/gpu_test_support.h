@@ -26,10 +26,10 @@
     if (!kvc_no_device_reason.empty()) GTEST_SKIP() << kvc_no_device_reason;            \
   } while (0)
 
-#define KVC_REQUIRE_SUPPORT(backend, c)                                    \
-  do {                                                                     \
-    const ::kvc::testkit::Support kvc_support = (backend).supports(c);     \
-    if (!kvc_support.supported) GTEST_SKIP() << kvc_support.reason;        \
+#define KVC_REQUIRE_SUPPORT(backend, c)                                \
+  do {                                                                 \
+    const ::kvc::testkit::Support kvc_support = (backend).supports(c); \
+    if (!kvc_support.supported) GTEST_SKIP() << kvc_support.reason;    \
   } while (0)
 
 namespace kvc::gpu {
@@ -51,8 +51,8 @@ RsqrtMode declared_mode(const testkit::DeviceBackend& backend, const InsertCase&
 // Cache backing and q output equal the oracle's (`expected`) byte for byte, or, when `mode` is
 // the approximation, row by row within the contract's window on r. The failure message decodes
 // the first differing bytes (page, slot, field; q token, head, dim).
-::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected, const InsertOutputs& actual,
-                                          RsqrtMode mode, const std::string& description);
+::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected,
+                                          const InsertOutputs& actual, RsqrtMode mode, const std::string& description);
 
 // Two device runs of one case must write identical bytes (no dependence on timing or grid).
 ::testing::AssertionResult identical_runs(const InsertCase& c, const InsertOutputs& first, const InsertOutputs& second,

@@ -64,7 +64,8 @@ bool is_harness_code(ErrorCode code) {
 // How a broken case is tested, from what a metadata-only validator sees of it.
 Route route_of(const testkit::RuleBreaker& b, const InsertCase& broken) {
   if (is_harness_code(b.code) || !testkit::abi_inexpressible(broken).empty()) return Route::kHostHarness;
-  if (validate_insert(broken, ValidationLevel::kStrict, ValueAccess::kMetadataOnly).code == b.code) return Route::kAbiMetadata;
+  if (validate_insert(broken, ValidationLevel::kStrict, ValueAccess::kMetadataOnly).code == b.code)
+    return Route::kAbiMetadata;
   return Route::kAbiValues;
 }
 
@@ -129,9 +130,9 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
     // answers with KVC_STATUS_BAD_ARGUMENT; every other rule with its own code.
     const int expected = required_tensor_missing(c) ? KVC_STATUS_BAD_ARGUMENT : static_cast<int>(e.breaker->code);
     EXPECT_EQ(device.last_checks().abi_status, expected)
-        << "metadata rule " << e.breaker->name << " (E" << static_cast<int>(e.breaker->code) << " " << error_name(e.breaker->code)
-        << "): the ABI must reject it with " << expected << ", got " << device.last_checks().abi_status << ": "
-        << device.last_checks().abi_message << thrown;
+        << "metadata rule " << e.breaker->name << " (E" << static_cast<int>(e.breaker->code) << " "
+        << error_name(e.breaker->code) << "): the ABI must reject it with " << expected << ", got "
+        << device.last_checks().abi_status << ": " << device.last_checks().abi_message << thrown;
     EXPECT_TRUE(gpu::clean(device)) << "a rejected call must launch nothing and leave every buffer unchanged";
     EXPECT_EQ(out.cache, before.cache);
     EXPECT_EQ(out.q_out, before.q_out);
@@ -154,7 +155,8 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
     testkit::ReportContext ctx;
     ctx.expected_name = "canary";
     ctx.actual_name = "backing after the call";
-    ADD_FAILURE() << "value rule " << e.breaker->name << ": bytes outside the addressed records changed (" << stray << ")\n"
+    ADD_FAILURE() << "value rule " << e.breaker->name << ": bytes outside the addressed records changed (" << stray
+                  << ")\n"
                   << testkit::format_case_report(c, written, before.cache, out.cache, ctx);
   }
 

@@ -81,7 +81,8 @@ TEST_P(DeviceUpstreamDspark, LegacyDummyQueryEqualsKvOnlyEqualsOracle) {
     const bool all_canary = std::all_of(via_kv_only.cache.begin(), via_kv_only.cache.end(),
                                         [](std::uint8_t b) { return b == testkit::kCanary; });
     const bool any_live = !testkit::addressed_slots(kv_only).empty();
-    EXPECT_EQ(all_canary, !any_live) << (any_live ? "live slots but nothing was written" : "all slots -1 but bytes changed");
+    EXPECT_EQ(all_canary, !any_live) << (any_live ? "live slots but nothing was written"
+                                                  : "all slots -1 but bytes changed");
   }
 }
 

@@ -51,7 +51,8 @@ TEST_P(StandaloneKvNorm, EqualsOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, StandaloneKvNorm,
-                         ::testing::Combine(::testing::Values<std::int64_t>(0, 1, 17, 1023, 1024, 1025, 65536), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values<std::int64_t>(0, 1, 17, 1023, 1024, 1025, 65536),
+                                            ::testing::Bool()),
                          [](const ::testing::TestParamInfo<std::tuple<std::int64_t, bool>>& p) {
                            return "Rows" + std::to_string(std::get<0>(p.param)) +
                                   (std::get<1>(p.param) ? "_InPlace" : "_OutOfPlace");
@@ -73,7 +74,8 @@ TEST_P(FusedKvNorm, InsertWithKvNormEqualsOracle) {
   const Status s = device.run(c, actual);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_TRUE(gpu::clean(device));
-  EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), actual, gpu::declared_mode(device, c), spec.name() + " fused kv_norm"));
+  EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), actual, gpu::declared_mode(device, c),
+                                  spec.name() + " fused kv_norm"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, FusedKvNorm, ::testing::ValuesIn(kAllFormats),

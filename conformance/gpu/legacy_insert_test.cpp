@@ -100,7 +100,8 @@ TEST_P(LegacyGrids, PerTokenAndLargeBatchGridsWriteIdenticalBytes) {
   ASSERT_TRUE(gpu::clean(a));
   ASSERT_TRUE(b.run(c, by_batch).ok());
   ASSERT_TRUE(gpu::clean(b));
-  EXPECT_TRUE(gpu::identical_runs(c, by_token, by_batch, "per-token grid (force_grid 1)", "large-batch grid (force_grid 2)"));
+  EXPECT_TRUE(
+      gpu::identical_runs(c, by_token, by_batch, "per-token grid (force_grid 1)", "large-batch grid (force_grid 2)"));
   EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), by_token, gpu::declared_mode(a, c), GetParam().name()));
 }
 
@@ -134,12 +135,28 @@ std::vector<FlagCase> flag_cases() {
     std::string fn(layout_of(f).name);
     fn[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fn[0])));
     auto base = [f] { return cases::build_legacy(legacy_spec(f, kTokens), 0); };
-    v.push_back({fn + "_NoQNorm", f, [base] { InsertCase c = base(); c.apply_q_norm = false; return c; }});
+    v.push_back({fn + "_NoQNorm", f, [base] {
+                   InsertCase c = base();
+                   c.apply_q_norm = false;
+                   return c;
+                 }});
     if (!is_packed(f)) continue;  // the flags below exist for packed caches only
-    v.push_back({fn + "_NoQRope", f, [base] { InsertCase c = base(); c.apply_q_rope = false; return c; }});
-    v.push_back({fn + "_Interleaved", f, [base] { InsertCase c = base(); c.q_interleaved = true; return c; }});
+    v.push_back({fn + "_NoQRope", f, [base] {
+                   InsertCase c = base();
+                   c.apply_q_rope = false;
+                   return c;
+                 }});
+    v.push_back({fn + "_Interleaved", f, [base] {
+                   InsertCase c = base();
+                   c.q_interleaved = true;
+                   return c;
+                 }});
     v.push_back({fn + "_Fp16", f, [base] { return to_fp16(base()); }});
-    v.push_back({fn + "_Fp16Interleaved", f, [base] { InsertCase c = to_fp16(base()); c.q_interleaved = true; return c; }});
+    v.push_back({fn + "_Fp16Interleaved", f, [base] {
+                   InsertCase c = to_fp16(base());
+                   c.q_interleaved = true;
+                   return c;
+                 }});
     v.push_back({fn + "_Heads3Padded16", f, [f] { return cases::build_legacy(legacy_spec(f, kTokens, 3, 16), 0); }});
     v.push_back({fn + "_Heads128Padded128", f, [f] { return cases::build_legacy(legacy_spec(f, 64, 128, 128), 0); }});
     v.push_back({fn + "_Heads1NoQOutput", f, [f] { return cases::build_legacy(legacy_spec(f, kTokens, 1, 0), 0); }});

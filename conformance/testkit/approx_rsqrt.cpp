@@ -75,8 +75,8 @@ std::string offset_text(int ulps) {
 // The shared search: for every row that differs, find the nearest r' that reproduces it and
 // write that row into `adjusted` (a copy of the exact outputs); rows with none stay exact.
 struct Search {
-  std::function<bool(const NormRow&)> row_equal;                   // adjusted vs actual, this row
-  std::function<void(const NormRow&, int)> rewrite;               // adjusted's row with r moved
+  std::function<bool(const NormRow&)> row_equal;     // adjusted vs actual, this row
+  std::function<void(const NormRow&, int)> rewrite;  // adjusted's row with r moved
   std::function<float(const NormRow&)> exact_r;
 };
 
@@ -111,16 +111,18 @@ void report_header(std::ostringstream& s, RsqrtMode mode, const ApproxRsqrtResul
   }
   s << " (each norm row must equal the oracle's bytes for some r' within " << kApproxRsqrtMaxUlps
     << " fp32 ulp of the correctly rounded r)\n";
-  s << "  " << r.norm_rows << " " << what << ": " << r.norm_rows - static_cast<std::int64_t>(r.moved.size() + r.rejected.size())
-    << " reproduced with r, " << r.moved.size() << " with r' != r, " << r.rejected.size() << " rejected\n";
+  s << "  " << r.norm_rows << " " << what << ": "
+    << r.norm_rows - static_cast<std::int64_t>(r.moved.size() + r.rejected.size()) << " reproduced with r, "
+    << r.moved.size() << " with r' != r, " << r.rejected.size() << " rejected\n";
   for (const RowOffset& m : r.moved) {
     const float r0 = exact_r(m.row);
     s << "    " << describe(m.row) << ": r' = " << offset_text(m.ulps) << " (" << hex32(r0) << " -> "
       << hex32(offset_by_ulps(r0, m.ulps)) << ")\n";
   }
   for (const NormRow& row : r.rejected)
-    s << "    REJECTED " << describe(row) << ": no r' in [r - " << kApproxRsqrtMaxUlps << " ulp, r + " << kApproxRsqrtMaxUlps
-      << " ulp] reproduces its bytes (r = " << hex32(exact_r(row)) << "; the diff below shows them against r)\n";
+    s << "    REJECTED " << describe(row) << ": no r' in [r - " << kApproxRsqrtMaxUlps << " ulp, r + "
+      << kApproxRsqrtMaxUlps << " ulp] reproduces its bytes (r = " << hex32(exact_r(row))
+      << "; the diff below shows them against r)\n";
 }
 
 }  // namespace
@@ -131,9 +133,12 @@ std::string_view rsqrt_mode_name(RsqrtMode mode) {
 
 std::string describe(const NormRow& row) {
   switch (row.kind) {
-    case NormRowKind::kQHead: return "token " + std::to_string(row.token) + " head " + std::to_string(row.head);
-    case NormRowKind::kKvNormRecord: return "token " + std::to_string(row.token) + " (slot " + std::to_string(row.slot) + ")";
-    case NormRowKind::kKvNormOutput: return "row " + std::to_string(row.token);
+    case NormRowKind::kQHead:
+      return "token " + std::to_string(row.token) + " head " + std::to_string(row.head);
+    case NormRowKind::kKvNormRecord:
+      return "token " + std::to_string(row.token) + " (slot " + std::to_string(row.slot) + ")";
+    case NormRowKind::kKvNormOutput:
+      return "row " + std::to_string(row.token);
   }
   return "?";
 }
@@ -246,13 +251,15 @@ ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, 
   }
   if (!q_equal) {
     s << "  q output: " << q_mismatches.size() << " mismatching bytes";
-    if (adjusted.q_out.size() != actual.q_out.size()) s << ", sizes " << adjusted.q_out.size() << " vs " << actual.q_out.size();
+    if (adjusted.q_out.size() != actual.q_out.size())
+      s << ", sizes " << adjusted.q_out.size() << " vs " << actual.q_out.size();
     s << "\n";
     for (std::size_t k = 0; k < std::min(q_mismatches.size(), DiffReport::kShown); ++k) {
       const std::int64_t at = q_mismatches[k];
       const QElement e = locate_q_byte(c, at);
       char line[160];
-      std::snprintf(line, sizeof line, "  q_out byte %lld (token %lld head %lld dim %d): expected 0x%02x actual 0x%02x\n",
+      std::snprintf(line, sizeof line,
+                    "  q_out byte %lld (token %lld head %lld dim %d): expected 0x%02x actual 0x%02x\n",
                     static_cast<long long>(at), static_cast<long long>(e.token), static_cast<long long>(e.head), e.dim,
                     adjusted.q_out[static_cast<std::size_t>(at)], actual.q_out[static_cast<std::size_t>(at)]);
       s << line;
@@ -272,7 +279,8 @@ ApproxRsqrtResult compare_kv_norm_under_rsqrt_mode(const HostTensor& kv, const H
   const auto exact_r = [&](const NormRow& row) { return oracle::kv_norm_row_rms_inverse(kv, eps, row.token); };
   auto row_equal = [&](const NormRow& row) {
     for (int d = 0; d < kHeadDim; ++d)
-      if (adjusted[static_cast<std::size_t>(row.token * kHeadDim + d)] != actual[static_cast<std::size_t>(row.token * kHeadDim + d)])
+      if (adjusted[static_cast<std::size_t>(row.token * kHeadDim + d)] !=
+          actual[static_cast<std::size_t>(row.token * kHeadDim + d)])
         return false;
     return true;
   };
@@ -299,8 +307,8 @@ ApproxRsqrtResult compare_kv_norm_under_rsqrt_mode(const HostTensor& kv, const H
       const std::size_t i = static_cast<std::size_t>(row.token * kHeadDim + d);
       if (adjusted[i] == actual[i]) continue;
       char line[96];
-      std::snprintf(line, sizeof line, "  row %lld dim %d: expected bf16 0x%04x actual 0x%04x\n", static_cast<long long>(row.token), d,
-                    adjusted[i], actual[i]);
+      std::snprintf(line, sizeof line, "  row %lld dim %d: expected bf16 0x%04x actual 0x%04x\n",
+                    static_cast<long long>(row.token), d, adjusted[i], actual[i]);
       s << line;
       ++shown;
     }
@@ -314,7 +322,8 @@ ApproxRsqrtResult compare_kv_norm_under_rsqrt_mode(const HostTensor& kv, const H
 }
 
 RsqrtMode declared_rsqrt_mode(const Backend& backend, const InsertCase& c) {
-  return c.op == InsertOp::kLegacy ? backend.rsqrt_mode(InsertOp::kLegacy, true) : backend.rsqrt_mode(InsertOp::kKvOnly, false);
+  return c.op == InsertOp::kLegacy ? backend.rsqrt_mode(InsertOp::kLegacy, true)
+                                   : backend.rsqrt_mode(InsertOp::kKvOnly, false);
 }
 
 }  // namespace kvc::testkit

@@ -8,7 +8,8 @@ namespace kvc::testkit {
 
 std::string OracleBackend::name() const {
   std::string n = "oracle";
-  if (options_.mutation != oracle::OracleMutation::kNone) n += "[mutant:" + std::string(oracle::mutation_name(options_.mutation)) + "]";
+  if (options_.mutation != oracle::OracleMutation::kNone)
+    n += "[mutant:" + std::string(oracle::mutation_name(options_.mutation)) + "]";
   return n;
 }
 

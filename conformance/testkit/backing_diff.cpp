@@ -73,14 +73,15 @@ std::string format_report(const DiffReport& r, const std::vector<std::uint8_t>& 
                           const std::vector<std::uint8_t>& actual, const oracle::PagedCacheView& view,
                           const ReportContext& ctx) {
   std::ostringstream s;
-  s << ctx.actual_name << " vs " << ctx.expected_name << ": " << layout_of(view.format).name << ", "
-    << view.num_blocks << " pages x " << view.block_size << " tokens, page stride " << view.page_stride_bytes
-    << " B";
+  s << ctx.actual_name << " vs " << ctx.expected_name << ": " << layout_of(view.format).name << ", " << view.num_blocks
+    << " pages x " << view.block_size << " tokens, page stride " << view.page_stride_bytes << " B";
   if (!ctx.case_description.empty()) s << ", " << ctx.case_description;
   s << "\n";
   if (r.size_mismatch) s << "  backing sizes differ: " << expected.size() << " vs " << actual.size() << " bytes\n";
   char pct[32];
-  std::snprintf(pct, sizeof pct, "%.4f", r.compared_bytes ? 100.0 * static_cast<double>(r.mismatch_count) / static_cast<double>(r.compared_bytes) : 0.0);
+  std::snprintf(
+      pct, sizeof pct, "%.4f",
+      r.compared_bytes ? 100.0 * static_cast<double>(r.mismatch_count) / static_cast<double>(r.compared_bytes) : 0.0);
   s << "  " << r.mismatch_count << " mismatching bytes (" << pct << "% of " << r.compared_bytes << ")\n";
   for (const auto& [cls, count] : r.count_by_class) s << "    " << cls << ": " << count << "\n";
   auto line = [&](const ByteMismatch& m) {
@@ -121,8 +122,7 @@ DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_
   return diff_backings(expected, actual, view_of(c), addressed_slots(c));
 }
 
-std::string format_case_report(const InsertCase& c, const DiffReport& report,
-                               const std::vector<std::uint8_t>& expected,
+std::string format_case_report(const InsertCase& c, const DiffReport& report, const std::vector<std::uint8_t>& expected,
                                const std::vector<std::uint8_t>& actual, ReportContext context) {
   if (c.fp8_scale.present) context.fp8_scale = c.fp8_scale.load<float>(0);
   return format_report(report, expected, actual, view_of(c), context);

@@ -31,7 +31,8 @@ CacheGeometry make_geometry(const CacheShape& s) {
 std::int64_t upstream_page_padding_bytes(RecordFormat f, std::int64_t block_size) {
   const RecordLayout& l = layout_of(f);
   constexpr std::int64_t kUpstreamAlign = 576;
-  const std::int64_t stride = (block_size * l.record_width + kUpstreamAlign - 1) / kUpstreamAlign * kUpstreamAlign + kUpstreamAlign;
+  const std::int64_t stride =
+      (block_size * l.record_width + kUpstreamAlign - 1) / kUpstreamAlign * kUpstreamAlign + kUpstreamAlign;
   return (stride - block_size * l.record_width) * dtype_size(l.cache_dtype);
 }
 
@@ -42,11 +43,13 @@ InsertCase make_kv_only_case(const CacheShape& shape, const KvInputs& in) {
   c.kv = make_tensor_from(in.kv_dtype, in.kv, {n, kHeadDim});
   c.slots = make_tensor_from(DType::kI64, in.slots, {static_cast<std::int64_t>(in.slots.size())});
   c.positions = make_tensor_from(DType::kI64, in.positions, {static_cast<std::int64_t>(in.positions.size())});
-  c.cos_sin = make_tensor_from(DType::kF32, in.cos_sin, {static_cast<std::int64_t>(in.cos_sin.size()) / kRopeDim, kRopeDim});
+  c.cos_sin =
+      make_tensor_from(DType::kF32, in.cos_sin, {static_cast<std::int64_t>(in.cos_sin.size()) / kRopeDim, kRopeDim});
   c.cache = make_geometry(shape);
   c.block_size = shape.block_size;
   c.kv_mxfp8 = layout_of(shape.format).kv_mxfp8;
-  if (shape.format == RecordFormat::kFp8_512) c.fp8_scale = make_tensor_from(DType::kF32, std::vector<float>{in.fp8_scale}, {1});
+  if (shape.format == RecordFormat::kFp8_512)
+    c.fp8_scale = make_tensor_from(DType::kF32, std::vector<float>{in.fp8_scale}, {1});
   return c;
 }
 

@@ -30,13 +30,17 @@ std::vector<std::uint8_t> from_hex(const std::string& s) {
     throw std::runtime_error("bad hex digit");
   };
   std::vector<std::uint8_t> out(s.size() / 2);
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::uint8_t>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<std::uint8_t>(nibble(s[2 * i]) << 4 | nibble(s[2 * i + 1]));
   return out;
 }
 
 json meta_to_json(const TensorMeta& m) {
-  return json{{"dtype", static_cast<int>(m.dtype)}, {"sizes", m.sizes}, {"strides", m.strides},
-              {"offset_bytes", m.offset_bytes}, {"device", m.device}};
+  return json{{"dtype", static_cast<int>(m.dtype)},
+              {"sizes", m.sizes},
+              {"strides", m.strides},
+              {"offset_bytes", m.offset_bytes},
+              {"device", m.device}};
 }
 TensorMeta meta_from_json(const json& j) {
   TensorMeta m;
@@ -96,7 +100,8 @@ std::string changed_meaning(const InsertCase& c, int version) {
   if (version >= 2) return {};
   if (const std::string nan = bf16_nope_nan(c); !nan.empty())
     return "version 2 stores every NaN of a bf16_512 NoPE dim as 0x7FFF (docs/contract.md §3.6), version 1 kept its "
-           "payload, and this case has one (" + nan + ")";
+           "payload, and this case has one (" +
+           nan + ")";
   if (c.op == InsertOp::kLegacy && c.q_interleaved)
     return "with q_interleaved, version 2 reads q_in interleaved too (docs/contract.md §4), version 1 read it "
            "head-major, and this is a legacy case with q_interleaved";
@@ -115,9 +120,14 @@ json case_to_json(const InsertCase& c) {
       {"positions", tensor_to_json(c.positions)},
       {"cos_sin", tensor_to_json(c.cos_sin)},
       {"fp8_scale", tensor_to_json(c.fp8_scale)},
-      {"cache", json{{"dtype", static_cast<int>(g.dtype)}, {"rank", g.rank}, {"num_blocks", g.num_blocks},
-                     {"block_size", g.block_size}, {"width", g.width}, {"strides", {g.stride0, g.stride1, g.stride2}},
-                     {"offset_bytes", g.offset_bytes}, {"device", g.device}}},
+      {"cache", json{{"dtype", static_cast<int>(g.dtype)},
+                     {"rank", g.rank},
+                     {"num_blocks", g.num_blocks},
+                     {"block_size", g.block_size},
+                     {"width", g.width},
+                     {"strides", {g.stride0, g.stride1, g.stride2}},
+                     {"offset_bytes", g.offset_bytes},
+                     {"device", g.device}}},
       {"block_size", c.block_size},
       {"kv_mxfp8", c.kv_mxfp8},
       {"q", tensor_to_json(c.q)},
@@ -136,8 +146,9 @@ InsertCase case_from_json(const json& j) {
   try {
     const int version = j.at("contract_version").get<int>();
     if (version > kContractVersion || version < 1)
-      throw std::runtime_error("case written under contract version " + std::to_string(version) + ", unknown to this build (version " +
-                               std::to_string(kContractVersion) + "): refusing to guess what its bytes mean");
+      throw std::runtime_error("case written under contract version " + std::to_string(version) +
+                               ", unknown to this build (version " + std::to_string(kContractVersion) +
+                               "): refusing to guess what its bytes mean");
     InsertCase c;
     c.op = j.at("op").get<std::string>() == "legacy" ? InsertOp::kLegacy : InsertOp::kKvOnly;
     c.kv = tensor_from_json(j.at("kv"));
@@ -171,8 +182,8 @@ InsertCase case_from_json(const json& j) {
     c.kv_norm_eps = j.at("kv_norm_eps").get<float>();
     if (const std::string why = changed_meaning(c, version); !why.empty())
       throw std::runtime_error("case written under contract version " + std::to_string(version) +
-                               " does not mean the same under version " + std::to_string(kContractVersion) + ": " + why +
-                               "; regenerate it under version " + std::to_string(kContractVersion));
+                               " does not mean the same under version " + std::to_string(kContractVersion) + ": " +
+                               why + "; regenerate it under version " + std::to_string(kContractVersion));
     return c;
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed case file: ") + e.what());

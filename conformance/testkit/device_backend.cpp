@@ -21,13 +21,20 @@ constexpr std::size_t kErrorCapacity = 1024;
 
 std::string dtype_name(DType t) {
   switch (t) {
-    case DType::kBF16: return "bf16";
-    case DType::kF16: return "f16";
-    case DType::kF32: return "f32";
-    case DType::kI64: return "i64";
-    case DType::kU8: return "u8";
-    case DType::kE4M3: return "e4m3";
-    case DType::kI32: return "i32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF16:
+      return "f16";
+    case DType::kF32:
+      return "f32";
+    case DType::kI64:
+      return "i64";
+    case DType::kU8:
+      return "u8";
+    case DType::kE4M3:
+      return "e4m3";
+    case DType::kI32:
+      return "i32";
   }
   return "dtype " + std::to_string(static_cast<int>(t));
 }
@@ -43,13 +50,20 @@ DLDataType dl_dtype(DType t) {
     return d;
   };
   switch (t) {
-    case DType::kBF16: return make(kDLBfloat, 16);
-    case DType::kF16: return make(kDLFloat, 16);
-    case DType::kF32: return make(kDLFloat, 32);
-    case DType::kI64: return make(kDLInt, 64);
-    case DType::kI32: return make(kDLInt, 32);
-    case DType::kU8: return make(kDLUInt, 8);
-    case DType::kE4M3: return make(KVC_DL_FLOAT8_E4M3FN, 8);
+    case DType::kBF16:
+      return make(kDLBfloat, 16);
+    case DType::kF16:
+      return make(kDLFloat, 16);
+    case DType::kF32:
+      return make(kDLFloat, 32);
+    case DType::kI64:
+      return make(kDLInt, 64);
+    case DType::kI32:
+      return make(kDLInt, 32);
+    case DType::kU8:
+      return make(kDLUInt, 8);
+    case DType::kE4M3:
+      return make(KVC_DL_FLOAT8_E4M3FN, 8);
   }
   return make(kDLOpaqueHandle, 0);  // unreachable for well-formed metadata (abi_inexpressible)
 }
@@ -74,14 +88,13 @@ std::string meta_inexpressible(const std::string& name, const TensorMeta& m) {
   if (m.sizes.size() != m.strides.size())
     return name + ": " + std::to_string(m.sizes.size()) + " sizes but " + std::to_string(m.strides.size()) +
            " strides (a DLTensor has one ndim)";
-  if (m.offset_bytes < 0) return name + ": negative byte offset " + std::to_string(m.offset_bytes) + " (DLTensor.byte_offset is unsigned)";
+  if (m.offset_bytes < 0)
+    return name + ": negative byte offset " + std::to_string(m.offset_bytes) + " (DLTensor.byte_offset is unsigned)";
   if (!has_dl_dtype(m.dtype)) return name + ": " + dtype_name(m.dtype) + " has no DLPack type";
   return {};
 }
 
-bool in_place_q(const InsertCase& c) {
-  return c.op == InsertOp::kLegacy && format_of(c) == RecordFormat::kBf16_512;
-}
+bool in_place_q(const InsertCase& c) { return c.op == InsertOp::kLegacy && format_of(c) == RecordFormat::kBf16_512; }
 
 // The device buffers and DLTensors of one call. Buffers are kept with the bytes they were
 // uploaded with, so that inputs (and, after a rejection, everything) can be checked afterwards.
@@ -99,7 +112,8 @@ class DeviceCall {
   }
   // The same for bytes made for the call, kept here.
   std::size_t add_owned_buffer(std::string name, std::vector<std::uint8_t> bytes, bool is_input) {
-    Buffer& b = buffers_.emplace_back(Buffer{GuardedDeviceBuffer(std::move(name), bytes, kDeviceGuardBytes), std::move(bytes), nullptr, is_input});
+    Buffer& b = buffers_.emplace_back(
+        Buffer{GuardedDeviceBuffer(std::move(name), bytes, kDeviceGuardBytes), std::move(bytes), nullptr, is_input});
     b.uploaded = &b.owned;
     return buffers_.size() - 1;
   }
@@ -136,8 +150,10 @@ class DeviceCall {
     for (const Buffer& b : buffers_) {
       contents_.push_back(b.device.download());
       b.device.check_guards(contents_.back(), damage);
-      if (b.is_input) b.device.check_payload(contents_.back(), *b.uploaded, "input changed", damage);
-      else if (rejected) b.device.check_payload(contents_.back(), *b.uploaded, "written by a rejected call", damage);
+      if (b.is_input)
+        b.device.check_payload(contents_.back(), *b.uploaded, "input changed", damage);
+      else if (rejected)
+        b.device.check_payload(contents_.back(), *b.uploaded, "written by a rejected call", damage);
       if (b.is_input) contents_.back() = {};  // checked; only outputs are read back later
     }
   }
@@ -155,7 +171,7 @@ class DeviceCall {
   };
   int device_;
   std::deque<Buffer> buffers_;  // stable addresses: `uploaded` may point into an element
-  std::deque<View> views_;  // stable addresses: the ABI args point into it
+  std::deque<View> views_;      // stable addresses: the ABI args point into it
   std::vector<GuardedDeviceBuffer::Contents> contents_;
 };
 
@@ -167,9 +183,12 @@ int current_device() {
 
 const char* op_name(std::int32_t op) {
   switch (op) {
-    case KVC_OP_KV_ONLY_INSERT: return "kv_only_insert";
-    case KVC_OP_LEGACY_INSERT: return "legacy_insert";
-    case KVC_OP_KV_NORM: return "kv_norm";
+    case KVC_OP_KV_ONLY_INSERT:
+      return "kv_only_insert";
+    case KVC_OP_LEGACY_INSERT:
+      return "legacy_insert";
+    case KVC_OP_KV_NORM:
+      return "kv_norm";
   }
   return "unknown op";
 }
@@ -184,16 +203,22 @@ std::string abi_inexpressible(const InsertCase& c) {
   if (c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy)
     return "op code " + std::to_string(static_cast<int>(c.op)) + " has no ABI entry point";
   if (c.op == InsertOp::kLegacy && c.kv_norm_weight.present) return "the legacy op's ABI has no kv_norm weight";
-  const std::pair<const char*, const HostTensor*> tensors[] = {
-      {"kv", &c.kv}, {"slot_mapping", &c.slots}, {"position_ids", &c.positions}, {"cos_sin_cache", &c.cos_sin},
-      {"fp8_scale", &c.fp8_scale}, {"q", &c.q}, {"q_scale_inv", &c.q_scale_inv}, {"kv_norm_weight", &c.kv_norm_weight}};
+  const std::pair<const char*, const HostTensor*> tensors[] = {{"kv", &c.kv},
+                                                               {"slot_mapping", &c.slots},
+                                                               {"position_ids", &c.positions},
+                                                               {"cos_sin_cache", &c.cos_sin},
+                                                               {"fp8_scale", &c.fp8_scale},
+                                                               {"q", &c.q},
+                                                               {"q_scale_inv", &c.q_scale_inv},
+                                                               {"kv_norm_weight", &c.kv_norm_weight}};
   for (const auto& [name, t] : tensors) {
     if (!t->present) continue;
     if (std::string why = meta_inexpressible(name, t->meta); !why.empty()) return why;
   }
   if (c.op == InsertOp::kLegacy)
     if (std::string why = meta_inexpressible("q_out", c.q_out); !why.empty()) return why;
-  if (c.cache.rank < 0 || c.cache.rank > 3) return "k_cache: rank " + std::to_string(c.cache.rank) + " (the case describes 3 dims)";
+  if (c.cache.rank < 0 || c.cache.rank > 3)
+    return "k_cache: rank " + std::to_string(c.cache.rank) + " (the case describes 3 dims)";
   return meta_inexpressible("k_cache", cache_meta(c.cache));
 }
 
@@ -245,8 +270,9 @@ Support DeviceBackend::supports(const InsertCase& c) const {
   const std::int32_t op = c.op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
   const kvc_op_support s = query_support(op, static_cast<std::int32_t>(*format), dl_dtype(c.kv.meta.dtype));
   if (s.supported) return {};
-  return {false, library_.name() + " does not implement " + op_name(op) + " for " + std::string(layout_of(*format).name) +
-                     " with " + dtype_name(c.kv.meta.dtype) + " kv: " + (s.reason ? s.reason : "(no reason given)")};
+  return {false, library_.name() + " does not implement " + op_name(op) + " for " +
+                     std::string(layout_of(*format).name) + " with " + dtype_name(c.kv.meta.dtype) +
+                     " kv: " + (s.reason ? s.reason : "(no reason given)")};
 }
 
 Support DeviceBackend::supports_kv_norm() const {
@@ -275,7 +301,8 @@ RsqrtMode DeviceBackend::rsqrt_mode(InsertOp op, bool q_norm) const {
   for (RecordFormat f : kAllFormats) {
     const kvc_op_support s = query_support(abi_op, static_cast<std::int32_t>(f), dl_dtype(DType::kBF16));
     if (!s.supported) continue;
-    if (rsqrt_mode_of(q_norm ? s.q_norm_rsqrt : s.kv_norm_rsqrt) == RsqrtMode::kApproximate) return RsqrtMode::kApproximate;
+    if (rsqrt_mode_of(q_norm ? s.q_norm_rsqrt : s.kv_norm_rsqrt) == RsqrtMode::kApproximate)
+      return RsqrtMode::kApproximate;
   }
   return RsqrtMode::kCorrectlyRounded;
 }
@@ -288,10 +315,10 @@ Status DeviceBackend::status_of(int rc, const char* entry_point, const char* mes
   if (rc != KVC_STATUS_CUDA_ERROR && rc != KVC_STATUS_UNSUPPORTED && rc != KVC_STATUS_BAD_ARGUMENT &&
       error_code_from_number(rc, &code))
     return Error(code, std::string(entry_point) + ": " + message);
-  const char* what = rc == KVC_STATUS_CUDA_ERROR      ? "CUDA error"
-                     : rc == KVC_STATUS_UNSUPPORTED   ? "unsupported"
-                     : rc == KVC_STATUS_BAD_ARGUMENT  ? "bad argument"
-                                                      : "not a kvconform status code";
+  const char* what = rc == KVC_STATUS_CUDA_ERROR     ? "CUDA error"
+                     : rc == KVC_STATUS_UNSUPPORTED  ? "unsupported"
+                     : rc == KVC_STATUS_BAD_ARGUMENT ? "bad argument"
+                                                     : "not a kvconform status code";
   throw KernelCallError(library_.describe() + ": " + entry_point + " returned " + std::to_string(rc) + " (" + what +
                         "): " + message);
 }
@@ -316,8 +343,8 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   const DLTensor* positions = call.input("position_ids", c.positions);
   const DLTensor* cos_sin = call.input("cos_sin_cache", c.cos_sin);
   const DLTensor* fp8_scale = call.input("fp8_scale", c.fp8_scale);
-  const std::int64_t cache_guard =
-      std::clamp(c.cache.checked_page_stride_bytes().value_or(kMaxCacheGuardBytes), kDeviceGuardBytes, kMaxCacheGuardBytes);
+  const std::int64_t cache_guard = std::clamp(c.cache.checked_page_stride_bytes().value_or(kMaxCacheGuardBytes),
+                                              kDeviceGuardBytes, kMaxCacheGuardBytes);
   const std::size_t cache_buffer = call.add_buffer("kv_cache (backing)", out.cache, false, cache_guard);
   const DLTensor* cache = call.view(cache_buffer, cache_meta(c.cache));
 
@@ -348,7 +375,8 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
       // bf16_512: Q is rotated in place. The buffer starts as q's bytes (extended by the q output
       // buffer's tail should q_out claim more), and q and q_out both describe it.
       std::vector<std::uint8_t> bytes = c.q.bytes;
-      if (out.q_out.size() > bytes.size()) bytes.insert(bytes.end(), out.q_out.begin() + static_cast<std::ptrdiff_t>(bytes.size()), out.q_out.end());
+      if (out.q_out.size() > bytes.size())
+        bytes.insert(bytes.end(), out.q_out.begin() + static_cast<std::ptrdiff_t>(bytes.size()), out.q_out.end());
       q_out_buffer = call.add_owned_buffer("q (in place, also q_out)", std::move(bytes), false);
       a.q = c.q.present ? call.view(q_out_buffer, c.q.meta) : nullptr;
     } else {
@@ -376,7 +404,8 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   }
   checks_.abi_called = true;
   error[kErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())), std::string("synchronising after ") + entry_point);
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
+             std::string("synchronising after ") + entry_point);
 
   call.download_and_check(rc != KVC_STATUS_OK, &checks_.damage);
   const Status status = status_of(rc, entry_point, error);
@@ -390,8 +419,8 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   return status;
 }
 
-Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, float eps, std::vector<std::uint16_t>* out,
-                              bool in_place) {
+Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, float eps,
+                              std::vector<std::uint16_t>* out, bool in_place) {
   checks_ = DeviceRunChecks{};
   if (options_.host_validation) {
     if (Status s = validate_kv_norm(kv, weight, ValueAccess::kMetadataAndValues); !s.ok()) return s;
@@ -415,7 +444,8 @@ Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, fl
     out_meta.offset_bytes = kv.meta.offset_bytes;
   } else {
     a.kv = call.input("kv", kv);
-    out_buffer = call.add_owned_buffer("out", std::vector<std::uint8_t>(static_cast<std::size_t>(out_meta.span_bytes()), kCanary), false);
+    out_buffer = call.add_owned_buffer(
+        "out", std::vector<std::uint8_t>(static_cast<std::size_t>(out_meta.span_bytes()), kCanary), false);
   }
   a.out = call.view(out_buffer, out_meta);
   a.weight = call.input("weight", weight);

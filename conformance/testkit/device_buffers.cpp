@@ -25,12 +25,14 @@ std::string hex_byte(std::uint8_t b) {
 // Compares `actual` with `expected`; `offset_of_first` maps an index of `actual` to a payload
 // offset. Appends one BufferDamage for the region when anything differs.
 void compare_region(const std::string& buffer, const std::string& region, const std::vector<std::uint8_t>& expected,
-                    const std::vector<std::uint8_t>& actual, std::int64_t offset_of_first, std::vector<BufferDamage>* damage) {
+                    const std::vector<std::uint8_t>& actual, std::int64_t offset_of_first,
+                    std::vector<BufferDamage>* damage) {
   BufferDamage d;
   d.buffer = buffer;
   d.region = region;
   if (expected.size() != actual.size()) {
-    d.bytes = static_cast<std::int64_t>(expected.size() > actual.size() ? expected.size() - actual.size() : actual.size() - expected.size());
+    d.bytes = static_cast<std::int64_t>(expected.size() > actual.size() ? expected.size() - actual.size()
+                                                                        : actual.size() - expected.size());
     d.offset = offset_of_first + static_cast<std::int64_t>(std::min(expected.size(), actual.size()));
     damage->push_back(d);
     return;
@@ -80,18 +82,21 @@ std::string BufferDamage::to_string() const {
          " (expected " + hex_byte(expected) + ", got " + hex_byte(actual) + ")";
 }
 
-GuardedDeviceBuffer::GuardedDeviceBuffer(std::string name, const std::vector<std::uint8_t>& payload, std::int64_t guard_bytes)
+GuardedDeviceBuffer::GuardedDeviceBuffer(std::string name, const std::vector<std::uint8_t>& payload,
+                                         std::int64_t guard_bytes)
     : name_(std::move(name)), payload_bytes_(static_cast<std::int64_t>(payload.size())) {
-  guard_bytes_ = (std::max(guard_bytes, kDeviceGuardBytes) + kDeviceAllocationAlignment - 1) / kDeviceAllocationAlignment *
-                 kDeviceAllocationAlignment;
+  guard_bytes_ = (std::max(guard_bytes, kDeviceGuardBytes) + kDeviceAllocationAlignment - 1) /
+                 kDeviceAllocationAlignment * kDeviceAllocationAlignment;
   const std::int64_t total = payload_bytes_ + 2 * guard_bytes_;
   check_cuda(cudaMalloc(&allocation_, static_cast<std::size_t>(total)),
              "cudaMalloc of " + std::to_string(total) + " bytes for " + name_);
   const std::vector<std::uint8_t> guard = guard_pattern(guard_bytes_);
   auto* base = static_cast<std::uint8_t*>(allocation_);
-  check_cuda(cudaMemcpy(base, guard.data(), guard.size(), cudaMemcpyHostToDevice), "upload of the guard before " + name_);
+  check_cuda(cudaMemcpy(base, guard.data(), guard.size(), cudaMemcpyHostToDevice),
+             "upload of the guard before " + name_);
   if (!payload.empty())
-    check_cuda(cudaMemcpy(base + guard_bytes_, payload.data(), payload.size(), cudaMemcpyHostToDevice), "upload of " + name_);
+    check_cuda(cudaMemcpy(base + guard_bytes_, payload.data(), payload.size(), cudaMemcpyHostToDevice),
+               "upload of " + name_);
   check_cuda(cudaMemcpy(base + guard_bytes_ + payload_bytes_, guard.data(), guard.size(), cudaMemcpyHostToDevice),
              "upload of the guard after " + name_);
 }

@@ -9,8 +9,7 @@
 
 namespace kvc::testkit {
 
-SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end,
-                      const std::function<bool(std::uint32_t)>& matches) {
+SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end, const std::function<bool(std::uint32_t)>& matches) {
   const auto start = std::chrono::steady_clock::now();
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   const std::uint64_t total = static_cast<std::uint64_t>(end) - begin + 1;
@@ -48,8 +47,7 @@ SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end,
 std::string describe(const std::string& what, const SweepResult& r) {
   char line[256];
   std::snprintf(line, sizeof line, "%s: %llu inputs, %llu mismatches, %.1f s wall", what.c_str(),
-                static_cast<unsigned long long>(r.checked),
-                static_cast<unsigned long long>(r.mismatches), r.seconds);
+                static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches), r.seconds);
   std::string out = line;
   for (std::uint32_t u : r.first_mismatches) {
     std::snprintf(line, sizeof line, "\n  first mismatch input 0x%08x", u);

@@ -9,9 +9,7 @@
 namespace kvc::testkit {
 namespace {
 
-std::string version_string(std::int32_t v) {
-  return std::to_string(v / 1000) + "." + std::to_string(v % 1000);
-}
+std::string version_string(std::int32_t v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000); }
 
 }  // namespace
 
@@ -19,8 +17,7 @@ KernelLibrary::KernelLibrary(KernelAbi abi, std::string origin) : abi_(abi), ori
   kvc_library_info info{};
   info.struct_size = sizeof info;
   const int rc = abi_.kvc_library_info_get(&info);
-  if (rc != KVC_STATUS_OK)
-    throw KernelLibraryError(origin_ + ": kvc_library_info_get returned " + std::to_string(rc));
+  if (rc != KVC_STATUS_OK) throw KernelLibraryError(origin_ + ": kvc_library_info_get returned " + std::to_string(rc));
   abi_version_ = info.abi_version;
   name_ = info.name != nullptr ? info.name : "(unnamed library)";
   if (abi_version_ / 1000 != KVC_KERNEL_ABI_VERSION_MAJOR)
@@ -38,7 +35,8 @@ KernelLibrary KernelLibrary::builtin() {
   return KernelLibrary(abi, "builtin");
 #else
   throw KernelLibraryError(
-      "this build has no builtin kernels (the kvc::kernels target was not built); point KVC_KERNELS at a kernel library");
+      "this build has no builtin kernels (the kvc::kernels target was not built); point KVC_KERNELS at a kernel "
+      "library");
 #endif
 }
 
@@ -51,12 +49,12 @@ KernelLibrary KernelLibrary::open(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    throw KernelLibraryError("cannot load kernel library " + path + ": " + (why ? why : "dlopen failed") +
-                             " (" + kKernelLibraryEnv + " must name a shared object that implements kvc/kernel_abi.h)");
+    throw KernelLibraryError("cannot load kernel library " + path + ": " + (why ? why : "dlopen failed") + " (" +
+                             kKernelLibraryEnv + " must name a shared object that implements kvc/kernel_abi.h)");
   }
   KernelAbi abi;
   std::vector<std::string> missing;
-#define KVC_ABI_LOOKUP(symbol)                                                   \
+#define KVC_ABI_LOOKUP(symbol)                                                \
   abi.symbol = reinterpret_cast<decltype(&::symbol)>(dlsym(handle, #symbol)); \
   if (abi.symbol == nullptr) missing.push_back(#symbol);
   KVC_ABI_SYMBOLS(KVC_ABI_LOOKUP)
@@ -64,8 +62,9 @@ KernelLibrary KernelLibrary::open(const std::string& path) {
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw KernelLibraryError("kernel library " + path + " does not export " + list +
-                             " (every symbol of KVC_ABI_SYMBOLS in kvc/kernel_abi.h is required, with C linkage and default visibility)");
+    throw KernelLibraryError(
+        "kernel library " + path + " does not export " + list +
+        " (every symbol of KVC_ABI_SYMBOLS in kvc/kernel_abi.h is required, with C linkage and default visibility)");
   }
   return KernelLibrary(abi, path);
 }

@@ -7,7 +7,6 @@
 namespace kvc::testkit {
 namespace {
 
-
 constexpr auto kContract = ValidationLevel::kContract;
 constexpr auto kStrict = ValidationLevel::kStrict;
 
@@ -58,38 +57,112 @@ const std::vector<RuleBreaker>& rule_breakers() {
   using C = InsertCase;
   using O = InsertOutputs;
   static const std::vector<RuleBreaker> table = {
-      {"KvFloat32", ErrorCode::kKvDtype, kContract, any, [](C& c, O&) { retype(c.kv, DType::kF32); return true; }},
-      {"KvOnlyWithFloat16", ErrorCode::kKvDtype, kContract, kv_only, [](C& c, O&) { c.kv.meta.dtype = DType::kF16; return true; }},
-      {"KvRowsOf256", ErrorCode::kKvShape, kContract, any, [](C& c, O&) { reshape(c.kv, {c.num_rows(), 256}); return true; }},
-      {"KvNotContiguous", ErrorCode::kKvNotContiguous, kContract, any, [](C& c, O&) { return make_non_contiguous(c.kv); }},
-      {"KvMissing", ErrorCode::kKvShape, kContract, any, [](C& c, O&) { c.kv = HostTensor{}; return true; }},
-      {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](C& c, O&) { c.slots.meta.device = 1; return true; }},
-      {"CacheOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any, [](C& c, O&) { c.cache.device = 1; return true; }},
-      {"QOutOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, legacy, [](C& c, O&) { c.q_out.device = 1; return true; }},
-      {"CacheRank2", ErrorCode::kCacheRank, kContract, any, [](C& c, O&) { c.cache.rank = 2; return true; }},
-      {"BlockSizeZero", ErrorCode::kBlockSizeNonPositive, kContract, any, [](C& c, O&) { c.block_size = 0; return true; }},
+      {"KvFloat32", ErrorCode::kKvDtype, kContract, any,
+       [](C& c, O&) {
+         retype(c.kv, DType::kF32);
+         return true;
+       }},
+      {"KvOnlyWithFloat16", ErrorCode::kKvDtype, kContract, kv_only,
+       [](C& c, O&) {
+         c.kv.meta.dtype = DType::kF16;
+         return true;
+       }},
+      {"KvRowsOf256", ErrorCode::kKvShape, kContract, any,
+       [](C& c, O&) {
+         reshape(c.kv, {c.num_rows(), 256});
+         return true;
+       }},
+      {"KvNotContiguous", ErrorCode::kKvNotContiguous, kContract, any,
+       [](C& c, O&) { return make_non_contiguous(c.kv); }},
+      {"KvMissing", ErrorCode::kKvShape, kContract, any,
+       [](C& c, O&) {
+         c.kv = HostTensor{};
+         return true;
+       }},
+      {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any,
+       [](C& c, O&) {
+         c.slots.meta.device = 1;
+         return true;
+       }},
+      {"CacheOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any,
+       [](C& c, O&) {
+         c.cache.device = 1;
+         return true;
+       }},
+      {"QOutOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, legacy,
+       [](C& c, O&) {
+         c.q_out.device = 1;
+         return true;
+       }},
+      {"CacheRank2", ErrorCode::kCacheRank, kContract, any,
+       [](C& c, O&) {
+         c.cache.rank = 2;
+         return true;
+       }},
+      {"BlockSizeZero", ErrorCode::kBlockSizeNonPositive, kContract, any,
+       [](C& c, O&) {
+         c.block_size = 0;
+         return true;
+       }},
       {"BlockSizeMismatch", ErrorCode::kBlockSizeMismatch, kContract, any,
-       [](C& c, O&) { c.block_size = c.cache.block_size * 2; return true; }},
-      {"CacheStride2NotOne", ErrorCode::kCacheStride2, kContract, any, [](C& c, O&) { c.cache.stride2 = 2; return true; }},
-      {"CacheDtypeFloat32", ErrorCode::kCacheDtype, kContract, any, [](C& c, O&) { c.cache.dtype = DType::kF32; return true; }},
+       [](C& c, O&) {
+         c.block_size = c.cache.block_size * 2;
+         return true;
+       }},
+      {"CacheStride2NotOne", ErrorCode::kCacheStride2, kContract, any,
+       [](C& c, O&) {
+         c.cache.stride2 = 2;
+         return true;
+       }},
+      {"CacheDtypeFloat32", ErrorCode::kCacheDtype, kContract, any,
+       [](C& c, O&) {
+         c.cache.dtype = DType::kF32;
+         return true;
+       }},
       {"Width584WithKvMxfp8", ErrorCode::kCacheWidth, kContract,
-       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked584; }, [](C& c, O&) { c.kv_mxfp8 = true; return true; }},
+       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked584; },
+       [](C& c, O&) {
+         c.kv_mxfp8 = true;
+         return true;
+       }},
       {"Width528WithoutKvMxfp8", ErrorCode::kCacheWidth, kContract,
-       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked528; }, [](C& c, O&) { c.kv_mxfp8 = false; return true; }},
+       [](InsertOp, RecordFormat f) { return f == RecordFormat::kPacked528; },
+       [](C& c, O&) {
+         c.kv_mxfp8 = false;
+         return true;
+       }},
       {"FullCacheWidth584", ErrorCode::kCacheWidth, kContract, [](InsertOp, RecordFormat f) { return !is_packed(f); },
-       [](C& c, O&) { c.cache.width = 584; return true; }},
-      {"SlotsInt32", ErrorCode::kSlotsInvalid, kContract, any, [](C& c, O&) { c.slots.meta.dtype = DType::kI32; return true; }},
+       [](C& c, O&) {
+         c.cache.width = 584;
+         return true;
+       }},
+      {"SlotsInt32", ErrorCode::kSlotsInvalid, kContract, any,
+       [](C& c, O&) {
+         c.slots.meta.dtype = DType::kI32;
+         return true;
+       }},
       {"PositionsRank2", ErrorCode::kPositionsInvalid, kContract, any,
-       [](C& c, O&) { reshape(c.positions, {c.num_rows(), 1}); return true; }},
+       [](C& c, O&) {
+         reshape(c.positions, {c.num_rows(), 1});
+         return true;
+       }},
       {"PositionsLongerThanKv", ErrorCode::kPositionsRowMismatch, kContract, any,
-       [](C& c, O&) { reshape(c.positions, {c.num_rows() + 1}); return true; }},
+       [](C& c, O&) {
+         reshape(c.positions, {c.num_rows() + 1});
+         return true;
+       }},
       {"SlotsLongerThanKv", ErrorCode::kSlotsExceedRows, kContract, any,
        [](C& c, O&) {
-         c.slots = make_tensor_from(DType::kI64, std::vector<std::int64_t>(static_cast<std::size_t>(c.num_rows() + 1), -1), {c.num_rows() + 1});
+         c.slots =
+             make_tensor_from(DType::kI64, std::vector<std::int64_t>(static_cast<std::size_t>(c.num_rows() + 1), -1),
+                              {c.num_rows() + 1});
          return true;
        }},
       {"CosSinWidth32", ErrorCode::kCosSinInvalid, kContract, any,
-       [](C& c, O&) { reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32}); return true; }},
+       [](C& c, O&) {
+         reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32});
+         return true;
+       }},
       {"Bf16CacheWithFloat16Kv", ErrorCode::kKvDtype, kContract,
        [](InsertOp op, RecordFormat f) { return op == InsertOp::kLegacy && f == RecordFormat::kBf16_512; },
        [](C& c, O&) {
@@ -97,19 +170,44 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.q.meta.dtype = DType::kF16;
          return true;
        }},
-      {"Fp8CacheWithoutScale", ErrorCode::kFp8ScaleMissing, kContract, fp8_cache, [](C& c, O&) { c.fp8_scale = HostTensor{}; return true; }},
-      {"Fp8ScaleWithTwoElements", ErrorCode::kFp8ScaleShape, kContract, fp8_cache, [](C& c, O&) { reshape(c.fp8_scale, {2}); return true; }},
+      {"Fp8CacheWithoutScale", ErrorCode::kFp8ScaleMissing, kContract, fp8_cache,
+       [](C& c, O&) {
+         c.fp8_scale = HostTensor{};
+         return true;
+       }},
+      {"Fp8ScaleWithTwoElements", ErrorCode::kFp8ScaleShape, kContract, fp8_cache,
+       [](C& c, O&) {
+         reshape(c.fp8_scale, {2});
+         return true;
+       }},
       {"PackedPageStrideAtTwoToThe31", ErrorCode::kPageStrideTooLarge, kContract, uint8_cache,
-       [](C& c, O&) { c.cache.stride0 = std::int64_t{1} << 31; return true; }},
+       [](C& c, O&) {
+         c.cache.stride0 = std::int64_t{1} << 31;
+         return true;
+       }},
       // The other 16-bit type than kv's (the fuzzer generates fp16 legacy cases too).
       {"QDtypeOtherThanKv", ErrorCode::kQDtype, kContract, legacy,
-       [](C& c, O&) { c.q.meta.dtype = c.kv.meta.dtype == DType::kF16 ? DType::kBF16 : DType::kF16; return true; }},
+       [](C& c, O&) {
+         c.q.meta.dtype = c.kv.meta.dtype == DType::kF16 ? DType::kBF16 : DType::kF16;
+         return true;
+       }},
       {"QHeadsOf256", ErrorCode::kQShape, kContract, legacy,
-       [](C& c, O&) { reshape(c.q, {c.num_rows(), c.q.meta.size(1), 256}); return true; }},
-      {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy, [](C& c, O&) { return make_non_contiguous(c.q); }},
-      {"QOutDtypeFloat32", ErrorCode::kQOutDtype, kContract, legacy, [](C& c, O&) { c.q_out.dtype = DType::kF32; return true; }},
+       [](C& c, O&) {
+         reshape(c.q, {c.num_rows(), c.q.meta.size(1), 256});
+         return true;
+       }},
+      {"QNotContiguous", ErrorCode::kQNotContiguous, kContract, legacy,
+       [](C& c, O&) { return make_non_contiguous(c.q); }},
+      {"QOutDtypeFloat32", ErrorCode::kQOutDtype, kContract, legacy,
+       [](C& c, O&) {
+         c.q_out.dtype = DType::kF32;
+         return true;
+       }},
       {"QOutHeadsOf256", ErrorCode::kQOutShape, kContract, legacy,
-       [](C& c, O&) { reshape(c.q_out, {c.num_rows(), c.padded_heads() > 0 ? c.padded_heads() : 8, 256}); return true; }},
+       [](C& c, O&) {
+         reshape(c.q_out, {c.num_rows(), c.padded_heads() > 0 ? c.padded_heads() : 8, 256});
+         return true;
+       }},
       {"HeadPadding12", ErrorCode::kUnsupportedHeadPadding, kContract, packed_legacy,
        [](C& c, O& out) {
          reshape(c.q_out, {c.num_rows(), 12, kHeadDim});
@@ -122,25 +220,41 @@ const std::vector<RuleBreaker>& rule_breakers() {
          reshape(c.q_out, {c.num_rows(), 8, kHeadDim});
          return true;
        }},
-      {"Fp8LegacyWithoutQScale", ErrorCode::kQScaleShape, kContract, fp8_legacy, [](C& c, O&) { c.q_scale_inv = HostTensor{}; return true; }},
+      {"Fp8LegacyWithoutQScale", ErrorCode::kQScaleShape, kContract, fp8_legacy,
+       [](C& c, O&) {
+         c.q_scale_inv = HostTensor{};
+         return true;
+       }},
       {"NormWeightOf256", ErrorCode::kNormWeightInvalid, kContract, kv_only,
-       [](C& c, O&) { c.kv_norm_weight = make_tensor(DType::kBF16, {256}); return true; }},
+       [](C& c, O&) {
+         c.kv_norm_weight = make_tensor(DType::kBF16, {256});
+         return true;
+       }},
       {"NormWeightWithLegacy", ErrorCode::kNormWeightInvalid, kContract, legacy,
-       [](C& c, O&) { c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim}); return true; }},
+       [](C& c, O&) {
+         c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim});
+         return true;
+       }},
       {"PageStrideBelowDensePage", ErrorCode::kPageStrideBelowDense, kStrict, any,
        [](C& c, O&) {
          const RecordLayout& l = layout_of(*format_of(c));
-         const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(c.cache.block_size) : c.cache.block_size * c.cache.token_stride_bytes();
+         const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(c.cache.block_size)
+                                                    : c.cache.block_size * c.cache.token_stride_bytes();
          c.cache.stride0 = (dense - kAlignment) / c.cache.element_bytes();
          return true;
        }},
-      {"TokenStrideBelowRow", ErrorCode::kPageStrideBelowDense, kStrict, [](InsertOp, RecordFormat f) { return !is_packed(f); },
+      {"TokenStrideBelowRow", ErrorCode::kPageStrideBelowDense, kStrict,
+       [](InsertOp, RecordFormat f) { return !is_packed(f); },
        [](C& c, O&) {
          // Rows overlap; the page stride still covers block_size rows of the old stride.
          c.cache.stride1 = (layout_of(*format_of(c)).data_bytes - kAlignment) / c.cache.element_bytes();
          return true;
        }},
-      {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any, [](C& c, O&) { c.cache.offset_bytes += 8; return true; }},
+      {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any,
+       [](C& c, O&) {
+         c.cache.offset_bytes += 8;
+         return true;
+       }},
       {"MisalignedKvBase", ErrorCode::kMisaligned, kStrict, any,
        [](C& c, O&) {
          c.kv.meta.offset_bytes = 2;
@@ -183,18 +297,46 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.positions.store<std::int64_t>(row, -1);
          return true;
        }},
-      {"Fp8ScaleZero", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](C& c, O&) { c.fp8_scale.store<float>(0, 0.0f); return true; }},
-      {"Fp8ScaleNaN", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache, [](C& c, O&) { c.fp8_scale.store<float>(0, NAN); return true; }},
+      {"Fp8ScaleZero", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache,
+       [](C& c, O&) {
+         c.fp8_scale.store<float>(0, 0.0f);
+         return true;
+       }},
+      {"Fp8ScaleNaN", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache,
+       [](C& c, O&) {
+         c.fp8_scale.store<float>(0, NAN);
+         return true;
+       }},
       {"QScaleInverseInfinite", ErrorCode::kQScaleValue, kStrict, fp8_legacy,
-       [](C& c, O&) { c.q_scale_inv.store<float>(0, INFINITY); return true; }},
-      {"UnknownOpCode", ErrorCode::kWrongOp, kContract, any, [](C& c, O&) { c.op = static_cast<InsertOp>(7); return true; }},
+       [](C& c, O&) {
+         c.q_scale_inv.store<float>(0, INFINITY);
+         return true;
+       }},
+      {"UnknownOpCode", ErrorCode::kWrongOp, kContract, any,
+       [](C& c, O&) {
+         c.op = static_cast<InsertOp>(7);
+         return true;
+       }},
       {"KvStridesLongerThanSizes", ErrorCode::kTensorMetaInvalid, kContract, any,
-       [](C& c, O&) { c.kv.meta.strides.push_back(1); return true; }},
-      {"QOutNegativeOffset", ErrorCode::kTensorMetaInvalid, kContract, legacy, [](C& c, O&) { c.q_out.offset_bytes = -kAlignment; return true; }},
+       [](C& c, O&) {
+         c.kv.meta.strides.push_back(1);
+         return true;
+       }},
+      {"QOutNegativeOffset", ErrorCode::kTensorMetaInvalid, kContract, legacy,
+       [](C& c, O&) {
+         c.q_out.offset_bytes = -kAlignment;
+         return true;
+       }},
       {"NegativePageStride", ErrorCode::kCacheGeometryInvalid, kContract, any,
-       [](C& c, O&) { c.cache.stride0 = -std::max<std::int64_t>(c.cache.stride0, 1); return true; }},
+       [](C& c, O&) {
+         c.cache.stride0 = -std::max<std::int64_t>(c.cache.stride0, 1);
+         return true;
+       }},
       {"BackingTooSmall", ErrorCode::kBackingTooSmall, kContract, any,
-       [](C&, O& out) { out.cache.resize(out.cache.size() / 2); return true; }},
+       [](C&, O& out) {
+         out.cache.resize(out.cache.size() / 2);
+         return true;
+       }},
       {"QOutputTooSmall", ErrorCode::kOutputTooSmall, kContract, legacy,
        [](C&, O& out) {
          if (out.q_out.empty()) return false;
@@ -203,8 +345,10 @@ const std::vector<RuleBreaker>& rule_breakers() {
        }},
       {"KvBytesTruncated", ErrorCode::kInputTooSmall, kContract, any,
        [](C& c, O&) {
-         if (c.kv.bytes.empty()) c.kv.meta.sizes[0] = 1;  // claims a row it has no bytes for
-         else c.kv.bytes.pop_back();
+         if (c.kv.bytes.empty())
+           c.kv.meta.sizes[0] = 1;  // claims a row it has no bytes for
+         else
+           c.kv.bytes.pop_back();
          return true;
        }},
   };

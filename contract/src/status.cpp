@@ -5,7 +5,9 @@ namespace kvc {
 
 std::string_view error_name(ErrorCode code) {
   switch (code) {
-#define KVC_X(name, number, message) case ErrorCode::name: return #name;
+#define KVC_X(name, number, message) \
+  case ErrorCode::name:              \
+    return #name;
     KVC_ERROR_CODES(KVC_X)
 #undef KVC_X
   }
@@ -14,7 +16,9 @@ std::string_view error_name(ErrorCode code) {
 
 std::string_view error_message(ErrorCode code) {
   switch (code) {
-#define KVC_X(name, number, message) case ErrorCode::name: return message;
+#define KVC_X(name, number, message) \
+  case ErrorCode::name:              \
+    return message;
     KVC_ERROR_CODES(KVC_X)
 #undef KVC_X
   }
@@ -33,8 +37,8 @@ bool error_code_from_number(int number, ErrorCode* out) {
 
 std::string Status::ToString() const {
   if (ok()) return "ok";
-  std::string s = "E" + std::to_string(static_cast<int>(code)) + " " + std::string(error_name(code)) +
-                  ": " + std::string(error_message(code));
+  std::string s = "E" + std::to_string(static_cast<int>(code)) + " " + std::string(error_name(code)) + ": " +
+                  std::string(error_message(code));
   if (!detail.empty()) s += " (" + detail + ")";
   return s;
 }

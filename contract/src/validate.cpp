@@ -40,10 +40,10 @@ std::string meta_defect(const TensorMeta& m) {
 // Every tensor argument of the case's op, well formed, before anything computes an extent from
 // it (the coverage and contiguity rules, the oracle's addressing).
 Status check_metadata_well_formed(const InsertCase& c) {
-  const HostTensor* tensors[] = {&c.kv, &c.slots, &c.positions, &c.cos_sin, &c.fp8_scale,
-                                 &c.q, &c.q_scale_inv, &c.kv_norm_weight};
-  const char* names[] = {"kv", "slot_mapping", "position_ids", "cos_sin_cache", "fp8_scale",
-                         "q", "q_scale_inv", "kv_norm_weight"};
+  const HostTensor* tensors[] = {&c.kv,        &c.slots, &c.positions,   &c.cos_sin,
+                                 &c.fp8_scale, &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
+  const char* names[] = {"kv", "slot_mapping", "position_ids",  "cos_sin_cache", "fp8_scale",
+                         "q",  "q_scale_inv",  "kv_norm_weight"};
   for (std::size_t i = 0; i < std::size(tensors); ++i) {
     if (!tensors[i]->present) continue;
     if (const std::string why = meta_defect(tensors[i]->meta); !why.empty())
@@ -64,9 +64,9 @@ CheckedI64 cache_view_end(const CacheGeometry& g, const RecordLayout& l) {
   if (g.num_blocks == 0 || !backing) return backing;
   const CheckedI64 last_page = checked_mul_add(g.num_blocks - 1, g.checked_page_stride_bytes(), g.offset_bytes);
   const CheckedI64 records_end =
-      l.paged_regions
-          ? checked_add(last_page, checked_mul(g.block_size, std::int64_t{l.record_bytes()}))
-          : checked_add(checked_mul_add(g.block_size - 1, g.checked_token_stride_bytes(), last_page), std::int64_t{l.data_bytes});
+      l.paged_regions ? checked_add(last_page, checked_mul(g.block_size, std::int64_t{l.record_bytes()}))
+                      : checked_add(checked_mul_add(g.block_size - 1, g.checked_token_stride_bytes(), last_page),
+                                    std::int64_t{l.data_bytes});
   if (!records_end) return std::nullopt;
   return std::max(*backing, *records_end);
 }
@@ -75,19 +75,24 @@ CheckedI64 cache_view_end(const CacheGeometry& g, const RecordLayout& l) {
 // stride or offset, and every product the ops and the rules form (capacity, page and token
 // strides in bytes, dense page, the view's end) inside int64. block_size > 0 is checked before.
 Status check_cache_geometry(const CacheGeometry& g, const RecordLayout& l) {
-  struct Named { const char* what; std::int64_t value; };
+  struct Named {
+    const char* what;
+    std::int64_t value;
+  };
   for (const Named& n : {Named{"num_blocks", g.num_blocks}, Named{"offset_bytes", g.offset_bytes},
                          Named{"stride(0)", g.stride0}, Named{"stride(1)", g.stride1}})
-    if (n.value < 0) return Error(ErrorCode::kCacheGeometryInvalid, std::string(n.what) + " " + std::to_string(n.value));
+    if (n.value < 0)
+      return Error(ErrorCode::kCacheGeometryInvalid, std::string(n.what) + " " + std::to_string(n.value));
   const CheckedI64 products[] = {checked_mul(g.num_blocks, g.block_size), g.checked_page_stride_bytes(),
                                  checked_mul(g.block_size, std::int64_t{l.record_bytes()}),
                                  checked_mul(CheckedI64{g.block_size}, g.checked_token_stride_bytes()),
                                  cache_view_end(g, l)};
   for (const CheckedI64& p : products)
     if (!p)
-      return Error(ErrorCode::kCacheGeometryInvalid, std::to_string(g.num_blocks) + " blocks x " + std::to_string(g.block_size) +
-                                                         ", strides (" + std::to_string(g.stride0) + ", " + std::to_string(g.stride1) +
-                                                         "), offset " + std::to_string(g.offset_bytes) + ": an extent past int64");
+      return Error(ErrorCode::kCacheGeometryInvalid,
+                   std::to_string(g.num_blocks) + " blocks x " + std::to_string(g.block_size) + ", strides (" +
+                       std::to_string(g.stride0) + ", " + std::to_string(g.stride1) + "), offset " +
+                       std::to_string(g.offset_bytes) + ": an extent past int64");
   return Status::Ok();
 }
 
@@ -98,17 +103,17 @@ bool legacy_rotates_q(const InsertCase& c, RecordFormat f) {
 }
 
 Status check_inputs_cover(const InsertCase& c) {
-  const HostTensor* tensors[] = {&c.kv, &c.slots, &c.positions, &c.cos_sin, &c.fp8_scale,
-                                 &c.q, &c.q_scale_inv, &c.kv_norm_weight};
-  const char* names[] = {"kv", "slot_mapping", "position_ids", "cos_sin_cache", "fp8_scale",
-                         "q", "q_scale_inv", "kv_norm_weight"};
+  const HostTensor* tensors[] = {&c.kv,        &c.slots, &c.positions,   &c.cos_sin,
+                                 &c.fp8_scale, &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
+  const char* names[] = {"kv", "slot_mapping", "position_ids",  "cos_sin_cache", "fp8_scale",
+                         "q",  "q_scale_inv",  "kv_norm_weight"};
   for (std::size_t i = 0; i < std::size(tensors); ++i) {
     const HostTensor& t = *tensors[i];
     if (!t.present) continue;
     if (static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes())  // metadata already well formed
-      return Error(ErrorCode::kInputTooSmall, std::string(names[i]) + " " + shape_string(t.meta) +
-                                                   " needs " + std::to_string(t.meta.span_bytes()) +
-                                                   " bytes, has " + std::to_string(t.bytes.size()));
+      return Error(ErrorCode::kInputTooSmall, std::string(names[i]) + " " + shape_string(t.meta) + " needs " +
+                                                  std::to_string(t.meta.span_bytes()) + " bytes, has " +
+                                                  std::to_string(t.bytes.size()));
   }
   return Status::Ok();
 }
@@ -122,7 +127,8 @@ Status check_contract(const InsertCase& c) {
   if (!(kd == DType::kBF16 || (legacy && kd == DType::kF16)))
     return Error(ErrorCode::kKvDtype, legacy ? "legacy op: bf16 or f16" : "KV-only op: bf16 only");
   if (!is_row512(c.kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(c.kv.meta));
-  if (!c.kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous, "kv row stride " + std::to_string(c.kv.meta.stride(0)));
+  if (!c.kv.meta.contiguous())
+    return Error(ErrorCode::kKvNotContiguous, "kv row stride " + std::to_string(c.kv.meta.stride(0)));
   const std::int64_t n = c.kv.meta.size(0);
 
   // q side of the legacy op
@@ -135,32 +141,41 @@ Status check_contract(const InsertCase& c) {
 
   // devices
   const int dev = c.kv.meta.device;
-  const HostTensor* on_device[] = {&c.slots, &c.positions, &c.cos_sin, &c.fp8_scale, &c.q, &c.q_scale_inv, &c.kv_norm_weight};
+  const HostTensor* on_device[] = {&c.slots, &c.positions,   &c.cos_sin,       &c.fp8_scale,
+                                   &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
   for (const HostTensor* t : on_device)
-    if (t->present && t->meta.device != dev) return Error(ErrorCode::kDeviceMismatch, "tensor on device " + std::to_string(t->meta.device));
-  if (c.cache.device != dev) return Error(ErrorCode::kDeviceMismatch, "k_cache on device " + std::to_string(c.cache.device));
-  if (legacy && c.q_out.device != dev) return Error(ErrorCode::kDeviceMismatch, "q_out on device " + std::to_string(c.q_out.device));
+    if (t->present && t->meta.device != dev)
+      return Error(ErrorCode::kDeviceMismatch, "tensor on device " + std::to_string(t->meta.device));
+  if (c.cache.device != dev)
+    return Error(ErrorCode::kDeviceMismatch, "k_cache on device " + std::to_string(c.cache.device));
+  if (legacy && c.q_out.device != dev)
+    return Error(ErrorCode::kDeviceMismatch, "q_out on device " + std::to_string(c.q_out.device));
 
   // cache view
   if (c.cache.rank != 3) return Error(ErrorCode::kCacheRank, "rank " + std::to_string(c.cache.rank));
-  if (c.block_size <= 0) return Error(ErrorCode::kBlockSizeNonPositive, "cache_block_size " + std::to_string(c.block_size));
+  if (c.block_size <= 0)
+    return Error(ErrorCode::kBlockSizeNonPositive, "cache_block_size " + std::to_string(c.block_size));
   if (c.cache.block_size != c.block_size)
-    return Error(ErrorCode::kBlockSizeMismatch, "size(1) " + std::to_string(c.cache.block_size) + " vs cache_block_size " + std::to_string(c.block_size));
+    return Error(ErrorCode::kBlockSizeMismatch, "size(1) " + std::to_string(c.cache.block_size) +
+                                                    " vs cache_block_size " + std::to_string(c.block_size));
   if (c.cache.stride2 != 1) return Error(ErrorCode::kCacheStride2, "stride(2) " + std::to_string(c.cache.stride2));
 
   // index tensors and row counts
   if (!is_index_vector(c.slots)) return Error(ErrorCode::kSlotsInvalid);
   if (!is_index_vector(c.positions)) return Error(ErrorCode::kPositionsInvalid);
   if (c.positions.meta.size(0) != n)
-    return Error(ErrorCode::kPositionsRowMismatch, std::to_string(c.positions.meta.size(0)) + " positions for " + std::to_string(n) + " rows");
+    return Error(ErrorCode::kPositionsRowMismatch,
+                 std::to_string(c.positions.meta.size(0)) + " positions for " + std::to_string(n) + " rows");
   if (c.slots.meta.size(0) > n)
-    return Error(ErrorCode::kSlotsExceedRows, std::to_string(c.slots.meta.size(0)) + " slots for " + std::to_string(n) + " rows");
+    return Error(ErrorCode::kSlotsExceedRows,
+                 std::to_string(c.slots.meta.size(0)) + " slots for " + std::to_string(n) + " rows");
   if (!c.cos_sin.present || c.cos_sin.meta.dtype != DType::kF32 || c.cos_sin.meta.rank() != 2 ||
       c.cos_sin.meta.size(1) != kRopeDim || !c.cos_sin.meta.contiguous())
     return Error(ErrorCode::kCosSinInvalid, c.cos_sin.present ? shape_string(c.cos_sin.meta) : "missing");
 
   // cache dtype, width, scales
-  if (!format) return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
+  if (!format)
+    return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
   const RecordLayout& layout = layout_of(*format);
   if (c.cache.width != layout.record_width)
     return Error(ErrorCode::kCacheWidth, "width " + std::to_string(c.cache.width) + " but " + std::string(layout.name) +
@@ -183,13 +198,15 @@ Status check_contract(const InsertCase& c) {
     if (is_packed(*format)) {
       if (c.q_out.dtype != kd) return Error(ErrorCode::kQOutDtype);
       const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
-      const bool padded = c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
+      const bool padded =
+          c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
       if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
       const std::int64_t hp = c.padded_heads();
       if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
         return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
       if (hp != 0 && hp < heads)
-        return Error(ErrorCode::kHeadPaddingBelowHeads, "Hp = " + std::to_string(hp) + " < H = " + std::to_string(heads));
+        return Error(ErrorCode::kHeadPaddingBelowHeads,
+                     "Hp = " + std::to_string(hp) + " < H = " + std::to_string(heads));
     } else {
       const DType want = *format == RecordFormat::kFp8_512 ? DType::kE4M3 : DType::kBF16;
       if (c.q_out.dtype != want) return Error(ErrorCode::kQOutDtype);
@@ -237,22 +254,31 @@ Status check_strict(const InsertCase& c, ValueAccess access) {
   if (layout.paged_regions) {
     if (g.page_stride_bytes() < layout.dense_page_bytes(g.block_size))
       return Error(ErrorCode::kPageStrideBelowDense, std::to_string(g.page_stride_bytes()) + " < " +
-                                                         std::to_string(layout.dense_page_bytes(g.block_size)) + " bytes");
-  } else if (g.token_stride_bytes() < layout.data_bytes || g.page_stride_bytes() < g.block_size * g.token_stride_bytes()) {
+                                                         std::to_string(layout.dense_page_bytes(g.block_size)) +
+                                                         " bytes");
+  } else if (g.token_stride_bytes() < layout.data_bytes ||
+             g.page_stride_bytes() < g.block_size * g.token_stride_bytes()) {
     return Error(ErrorCode::kPageStrideBelowDense, "token stride " + std::to_string(g.token_stride_bytes()) +
-                                                       ", page stride " + std::to_string(g.page_stride_bytes()) + " bytes");
+                                                       ", page stride " + std::to_string(g.page_stride_bytes()) +
+                                                       " bytes");
   }
 
-  struct Aligned { const char* what; std::int64_t bytes; };
-  std::vector<Aligned> checks = {{"kv base", c.kv.meta.offset_bytes}, {"cos_sin_cache base", c.cos_sin.meta.offset_bytes},
-                                 {"k_cache base", g.offset_bytes}, {"page stride", g.page_stride_bytes()}};
+  struct Aligned {
+    const char* what;
+    std::int64_t bytes;
+  };
+  std::vector<Aligned> checks = {{"kv base", c.kv.meta.offset_bytes},
+                                 {"cos_sin_cache base", c.cos_sin.meta.offset_bytes},
+                                 {"k_cache base", g.offset_bytes},
+                                 {"page stride", g.page_stride_bytes()}};
   if (!layout.paged_regions) checks.push_back({"token stride", g.token_stride_bytes()});
   if (c.op == InsertOp::kLegacy) {
     checks.push_back({"q base", c.q.meta.offset_bytes});
     checks.push_back({"q_out base", c.q_out.offset_bytes});
   }
   for (const Aligned& a : checks)
-    if (!aligned(a.bytes)) return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
+    if (!aligned(a.bytes))
+      return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
 
   if (access == ValueAccess::kMetadataOnly) return Status::Ok();
   std::unordered_map<std::int64_t, std::int64_t> first_token_of_slot;
@@ -316,7 +342,8 @@ Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
   // Callable on an unvalidated case too: the geometry and q_out are checked before any extent is
   // formed from them.
   const auto format = format_of(c);
-  if (!format) return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
+  if (!format)
+    return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
   if (c.cache.block_size <= 0)
     return Error(ErrorCode::kBlockSizeNonPositive, "size(1) " + std::to_string(c.cache.block_size));
   const RecordLayout& layout = layout_of(*format);
@@ -325,12 +352,14 @@ Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
   // records reach past num_blocks * stride: the backing must hold them too.
   const std::int64_t end = *cache_view_end(c.cache, layout);
   if (static_cast<std::int64_t>(out.cache.size()) < end)
-    return Error(ErrorCode::kBackingTooSmall, std::to_string(out.cache.size()) + " bytes, the view reaches byte " + std::to_string(end));
+    return Error(ErrorCode::kBackingTooSmall,
+                 std::to_string(out.cache.size()) + " bytes, the view reaches byte " + std::to_string(end));
   if (c.op == InsertOp::kLegacy) {
-    if (const std::string why = meta_defect(c.q_out); !why.empty()) return Error(ErrorCode::kTensorMetaInvalid, "q_out: " + why);
+    if (const std::string why = meta_defect(c.q_out); !why.empty())
+      return Error(ErrorCode::kTensorMetaInvalid, "q_out: " + why);
     if (static_cast<std::int64_t>(out.q_out.size()) < c.q_out.span_bytes())
-      return Error(ErrorCode::kOutputTooSmall, std::to_string(out.q_out.size()) + " bytes, q_out needs " +
-                                                   std::to_string(c.q_out.span_bytes()));
+      return Error(ErrorCode::kOutputTooSmall,
+                   std::to_string(out.q_out.size()) + " bytes, q_out needs " + std::to_string(c.q_out.span_bytes()));
   }
   return Status::Ok();
 }
@@ -338,14 +367,16 @@ Status validate_outputs(const InsertCase& c, const InsertOutputs& out) {
 Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight, ValueAccess access) {
   const bool values = access == ValueAccess::kMetadataAndValues;
   if (!kv.present || kv.meta.dtype != DType::kBF16) return Error(ErrorCode::kKvDtype, "kv_norm takes bf16 rows");
-  if (const std::string why = meta_defect(kv.meta); !why.empty()) return Error(ErrorCode::kTensorMetaInvalid, "kv: " + why);
+  if (const std::string why = meta_defect(kv.meta); !why.empty())
+    return Error(ErrorCode::kTensorMetaInvalid, "kv: " + why);
   if (weight.present) {
     if (const std::string why = meta_defect(weight.meta); !why.empty())
       return Error(ErrorCode::kTensorMetaInvalid, "kv_norm weight: " + why);
   }
   if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(kv.meta));
   if (!kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous);
-  if (values && static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes()) return Error(ErrorCode::kInputTooSmall, "kv");
+  if (values && static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes())
+    return Error(ErrorCode::kInputTooSmall, "kv");
   if (!weight.present || weight.meta.dtype != DType::kBF16 || weight.meta.rank() != 1 ||
       weight.meta.size(0) != kHeadDim || !weight.meta.contiguous() ||
       (values && static_cast<std::int64_t>(weight.bytes.size()) < weight.meta.span_bytes()))

@@ -66,7 +66,8 @@ kvc::TensorMeta meta_of(const DLTensor& t, DType unknown) {
   kvc::TensorMeta m;
   m.dtype = dtype_of(t.dtype, unknown);
   m.sizes.assign(t.shape, t.shape + t.ndim);
-  m.strides = t.strides != nullptr ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : kvc::contiguous_strides(m.sizes);
+  m.strides = t.strides != nullptr ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim)
+                                   : kvc::contiguous_strides(m.sizes);
   // The alignment rules look at where element 0 lies modulo 16 bytes: the address is what counts.
   m.offset_bytes = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(first_element(t)) % kvc::kAlignment);
   m.device = t.device.device_id;
@@ -111,9 +112,13 @@ Outcome from_cuda(cudaError_t e) {
 }
 
 Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
-  if (a == nullptr || a->struct_size < sizeof(kvc_kv_only_insert_args)) return {KVC_STATUS_BAD_ARGUMENT, "args too small"};
-  for (const auto& [t, name] : {std::pair{a->kv, "kv"}, {a->kv_cache, "kv_cache"}, {a->slot_mapping, "slot_mapping"},
-                                {a->position_ids, "position_ids"}, {a->cos_sin_cache, "cos_sin_cache"}})
+  if (a == nullptr || a->struct_size < sizeof(kvc_kv_only_insert_args))
+    return {KVC_STATUS_BAD_ARGUMENT, "args too small"};
+  for (const auto& [t, name] : {std::pair{a->kv, "kv"},
+                                {a->kv_cache, "kv_cache"},
+                                {a->slot_mapping, "slot_mapping"},
+                                {a->position_ids, "position_ids"},
+                                {a->cos_sin_cache, "cos_sin_cache"}})
     if (std::string why = malformed(t, name); !why.empty()) return {KVC_STATUS_BAD_ARGUMENT, why};
   for (const auto& [t, name] : {std::pair{a->fp8_scale, "fp8_scale"}, {a->kv_norm_weight, "kv_norm_weight"}})
     if (t != nullptr)
@@ -149,7 +154,8 @@ Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
   p.cache.block_size = c.cache.block_size;
   p.cache.page_stride_bytes = c.cache.page_stride_bytes();
   p.cache.token_stride_bytes = c.cache.token_stride_bytes();
-  if (p.cache.format == kvc::RecordFormat::kFp8_512) p.cache.fp8_scale = static_cast<const float*>(first_element(*a->fp8_scale));
+  if (p.cache.format == kvc::RecordFormat::kFp8_512)
+    p.cache.fp8_scale = static_cast<const float*>(first_element(*a->fp8_scale));
   if (a->kv_norm_weight != nullptr) {
     p.norm.weight = static_cast<const std::uint16_t*>(first_element(*a->kv_norm_weight));
     p.norm.eps = a->kv_norm_eps;
@@ -163,7 +169,8 @@ Outcome kv_norm(const kvc_kv_norm_args* a, void* stream) {
   for (const auto& [t, name] : {std::pair{a->kv, "kv"}, {a->weight, "weight"}, {a->out, "out"}})
     if (std::string why = malformed(t, name); !why.empty()) return {KVC_STATUS_BAD_ARGUMENT, why};
   const kvc::HostTensor kv = tensor_of(*a->kv, DType::kF32);
-  if (kvc::Status s = kvc::validate_kv_norm(kv, tensor_of(*a->weight, DType::kF32), kvc::ValueAccess::kMetadataOnly); !s.ok())
+  if (kvc::Status s = kvc::validate_kv_norm(kv, tensor_of(*a->weight, DType::kF32), kvc::ValueAccess::kMetadataOnly);
+      !s.ok())
     return from_status(s);
   const kvc::TensorMeta out = meta_of(*a->out, DType::kF32);
   if (out.dtype != DType::kBF16 || out.sizes != kv.meta.sizes || !out.contiguous())
@@ -218,7 +225,8 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
     out->reason = "the example shim implements the KV-only insert and kv_norm only";
   } else if (!bf16) {
     out->reason = "bf16 rows only";
-  } else if (op == KVC_OP_KV_NORM || (op == KVC_OP_KV_ONLY_INSERT && format >= KVC_FORMAT_PACKED584 && format <= KVC_FORMAT_BF16_512)) {
+  } else if (op == KVC_OP_KV_NORM ||
+             (op == KVC_OP_KV_ONLY_INSERT && format >= KVC_FORMAT_PACKED584 && format <= KVC_FORMAT_BF16_512)) {
     out->supported = 1;
   } else {
     out->reason = "unknown op or format";
@@ -226,12 +234,15 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   return KVC_STATUS_OK;
 }
 
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error, size_t error_capacity) {
+KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,
+                                      size_t error_capacity) {
   return answer(error, error_capacity, [&] { return kv_only_insert(args, stream); });
 }
 
 KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args*, void*, char* error, size_t error_capacity) {
-  return answer(error, error_capacity, [] { return Outcome{KVC_STATUS_UNSUPPORTED, "the example shim has no legacy insert"}; });
+  return answer(error, error_capacity, [] {
+    return Outcome{KVC_STATUS_UNSUPPORTED, "the example shim has no legacy insert"};
+  });
 }
 
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {

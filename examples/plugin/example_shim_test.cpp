@@ -27,7 +27,8 @@ TEST(ExampleShim, LoadsAndDeclaresWhatItImplements) {
   const testkit::Support legacy = shim.supports(testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked584));
   EXPECT_FALSE(legacy.supported);
   EXPECT_NE(legacy.reason.find("example shim"), std::string::npos) << legacy.reason;
-  for (RecordFormat f : kAllFormats) EXPECT_TRUE(shim.supports(testkit::small_valid_case(InsertOp::kKvOnly, f)).supported);
+  for (RecordFormat f : kAllFormats)
+    EXPECT_TRUE(shim.supports(testkit::small_valid_case(InsertOp::kKvOnly, f)).supported);
 }
 
 TEST(ExampleShim, KvOnlyInsertEqualsOracleInEveryFormat) {

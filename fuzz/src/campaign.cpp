@@ -53,13 +53,12 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
   rc::detail::TestMetadata metadata;
   metadata.id = property.name;
   metadata.description = property.claim;
-  const auto result = rc::detail::checkProperty(
-      rc::detail::toProperty([&] {
-        const PropertyInput in = *gen;
-        record(outcome.coverage, classify(in.c));
-        property.check(in, ctx);
-      }),
-      metadata, params, listener);
+  const auto result = rc::detail::checkProperty(rc::detail::toProperty([&] {
+                                                  const PropertyInput in = *gen;
+                                                  record(outcome.coverage, classify(in.c));
+                                                  property.check(in, ctx);
+                                                }),
+                                                metadata, params, listener);
   outcome.seconds = since(start);
 
   if (result.template is<rc::detail::SuccessResult>()) {
@@ -138,7 +137,8 @@ nlohmann::json CampaignSummary::to_json() const {
 CampaignSummary run_campaign(const CampaignConfig& config, const std::function<void(const std::string&)>& progress) {
   std::vector<const PropertySpec*> properties;
   for (const PropertySpec& p : all_properties())
-    if (config.properties.empty() || std::find(config.properties.begin(), config.properties.end(), p.name) != config.properties.end())
+    if (config.properties.empty() ||
+        std::find(config.properties.begin(), config.properties.end(), p.name) != config.properties.end())
       properties.push_back(&p);
   if (properties.empty()) throw std::runtime_error("no property matches the selection");
 
@@ -160,8 +160,8 @@ CampaignSummary run_campaign(const CampaignConfig& config, const std::function<v
       summary.coverage_by_property[p.name][cls] += n;
     }
     std::ostringstream line;
-    line << "[" << static_cast<int>(since(start)) << "s] " << p.name << " seed " << seed << ": " << o.cases << " cases in "
-         << o.seconds << " s";
+    line << "[" << static_cast<int>(since(start)) << "s] " << p.name << " seed " << seed << ": " << o.cases
+         << " cases in " << o.seconds << " s";
     if (!o.passed) {
       if (summary.first_failure_seconds < 0) summary.first_failure_seconds = since(start);
       std::filesystem::create_directories(config.corpus_dir);
@@ -172,8 +172,11 @@ CampaignSummary run_campaign(const CampaignConfig& config, const std::function<v
       if (o.failure) line << " (shrunk to: " << o.failure->input << ")";
       line << "\n" << (o.failure ? o.failure->message : o.message);
       line << "\n  case file: " << path << "\n  reproduce: " << config.program << " replay " << path
-           << "\n  re-run:    " << config.program << " run --property " << p.name << " --seed " << seed << " --runs 1 --cases "
-           << config.cases_per_run << (config.mutation == oracle::OracleMutation::kNone ? "" : " --mutation " + std::string(oracle::mutation_name(config.mutation)));
+           << "\n  re-run:    " << config.program << " run --property " << p.name << " --seed " << seed
+           << " --runs 1 --cases " << config.cases_per_run
+           << (config.mutation == oracle::OracleMutation::kNone
+                   ? ""
+                   : " --mutation " + std::string(oracle::mutation_name(config.mutation)));
     }
     progress(line.str());
     if (!o.passed && config.stop_on_failure) break;

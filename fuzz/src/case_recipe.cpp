@@ -31,22 +31,35 @@ int row_blocks(RecordFormat f) { return kHeadDim / block_width(f); }  // the RoP
 std::uint16_t narrow(float x, DType dt) { return oracle::narrow16(x, dt); }
 float widen(std::uint16_t b, DType dt) { return oracle::widen16(b, dt); }
 
-bool is_subnormal(std::uint16_t bits, const Bits16& p) { return (bits & p.exponent_mask) == 0 && (bits & p.mantissa_mask) != 0; }
+bool is_subnormal(std::uint16_t bits, const Bits16& p) {
+  return (bits & p.exponent_mask) == 0 && (bits & p.mantissa_mask) != 0;
+}
 
 // Injections reach every block of the row: the NoPE quantization blocks and the RoPE dims
 // (packed584's bf16 region, packed528's last two blocks, the full caches' last 64 dims).
-void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& inj, RecordFormat f, DType dt, testkit::Rng& rng) {
+void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& inj, RecordFormat f, DType dt,
+            testkit::Rng& rng) {
   const Bits16& p = bits16(dt);
   const int width = block_width(f);
   const int block = static_cast<int>(inj.block % static_cast<std::uint32_t>(row_blocks(f)));
   std::uint16_t* x = kv.data() + row * kHeadDim + block * width;
   const int dim = static_cast<int>(inj.dim % static_cast<std::uint32_t>(width));
   switch (inj.cls) {
-    case EdgeClass::kNaN: x[dim] = p.nan; break;
-    case EdgeClass::kPosInf: x[dim] = p.pos_inf; break;
-    case EdgeClass::kNegInf: x[dim] = p.neg_inf; break;
-    case EdgeClass::kPosZero: x[dim] = 0; break;
-    case EdgeClass::kNegZero: x[dim] = p.neg_zero; break;
+    case EdgeClass::kNaN:
+      x[dim] = p.nan;
+      break;
+    case EdgeClass::kPosInf:
+      x[dim] = p.pos_inf;
+      break;
+    case EdgeClass::kNegInf:
+      x[dim] = p.neg_inf;
+      break;
+    case EdgeClass::kPosZero:
+      x[dim] = 0;
+      break;
+    case EdgeClass::kNegZero:
+      x[dim] = p.neg_zero;
+      break;
     case EdgeClass::kSubnormal:
       x[dim] = static_cast<std::uint16_t>(1 + rng.uniform(0, p.mantissa_mask - 1) + (rng.uniform(0, 1) ? 0x8000 : 0));
       break;
@@ -82,8 +95,17 @@ std::vector<std::uint16_t> random_rows(testkit::Rng& rng, std::int64_t rows, DTy
 }  // namespace
 
 const char* edge_class_name(EdgeClass c) {
-  static const char* names[] = {"nan", "+inf", "-inf", "+0", "-0", "bf16-subnormal", "zero-block",
-                                "single-outlier-block", "amax=448*2^k", "amax=448*2^k+1ulp", "amax=448*2^k-1ulp"};
+  static const char* names[] = {"nan",
+                                "+inf",
+                                "-inf",
+                                "+0",
+                                "-0",
+                                "bf16-subnormal",
+                                "zero-block",
+                                "single-outlier-block",
+                                "amax=448*2^k",
+                                "amax=448*2^k+1ulp",
+                                "amax=448*2^k-1ulp"};
   return names[static_cast<int>(c)];
 }
 
@@ -111,19 +133,23 @@ InsertCase build_case(const CaseRecipe& r) {
   }
 
   // fp16 exists on the legacy op only, and not for the bf16 full cache (docs/contract.md §4).
-  const DType dt = r.fp16 && r.op == InsertOp::kLegacy && r.format != RecordFormat::kBf16_512 ? DType::kF16 : DType::kBF16;
+  const DType dt =
+      r.fp16 && r.op == InsertOp::kLegacy && r.format != RecordFormat::kBf16_512 ? DType::kF16 : DType::kBF16;
   testkit::KvInputs in;
   in.kv_dtype = dt;
   in.slots = rng.distinct(shape.num_blocks * r.block_size, r.tokens);
   std::vector<std::int64_t> live_rows;
   for (std::int64_t t = 0; t < r.tokens; ++t) {
     const bool skipped = r.skip == SkipMode::kAll || (r.skip == SkipMode::kSome && rng.uniform(0, 3) == 0);
-    if (skipped) in.slots[static_cast<std::size_t>(t)] = -1;
-    else live_rows.push_back(t);
+    if (skipped)
+      in.slots[static_cast<std::size_t>(t)] = -1;
+    else
+      live_rows.push_back(t);
   }
   const std::int64_t max_pos = rows + r.max_pos_extra + 1;
   for (std::int64_t t = 0; t < rows; ++t) in.positions.push_back(rng.uniform(0, max_pos - 1));
-  in.cos_sin = r.base10000_table ? oracle::make_cos_sin_cache(max_pos, kRopeDim) : testkit::random_cos_sin(rng, max_pos);
+  in.cos_sin =
+      r.base10000_table ? oracle::make_cos_sin_cache(max_pos, kRopeDim) : testkit::random_cos_sin(rng, max_pos);
   in.kv = random_rows(rng, rows, dt);
   if (!live_rows.empty())
     for (const Injection& inj : r.injections)
@@ -142,7 +168,8 @@ InsertCase build_case(const CaseRecipe& r) {
   }
   testkit::QuerySpec q;
   if (is_packed(r.format)) {
-    q.padded_heads = kSupportedHeadPadding[static_cast<std::size_t>(r.padded_heads_choice) % kSupportedHeadPadding.size()];
+    q.padded_heads =
+        kSupportedHeadPadding[static_cast<std::size_t>(r.padded_heads_choice) % kSupportedHeadPadding.size()];
     q.heads = q.padded_heads == 0 ? r.heads : std::clamp<std::int64_t>(r.heads, 1, q.padded_heads);
   } else {
     q.padded_heads = 0;
@@ -189,8 +216,10 @@ std::vector<std::string> classify(const InsertCase& c) {
       for (int i = 0; i < width; ++i) {
         const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + b * width + i);
         const float v = widen(bits, dt);
-        if (std::isnan(v)) seen[static_cast<int>(EdgeClass::kNaN)] = true;
-        else if (std::isinf(v)) seen[static_cast<int>(v > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf)] = true;
+        if (std::isnan(v))
+          seen[static_cast<int>(EdgeClass::kNaN)] = true;
+        else if (std::isinf(v))
+          seen[static_cast<int>(v > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf)] = true;
         if (bits == 0) seen[static_cast<int>(EdgeClass::kPosZero)] = true;
         if (bits == p.neg_zero) seen[static_cast<int>(EdgeClass::kNegZero)] = true;
         if (is_subnormal(bits, p)) seen[static_cast<int>(EdgeClass::kSubnormal)] = true;
@@ -205,7 +234,8 @@ std::vector<std::string> classify(const InsertCase& c) {
         }
       }
       if (all_zero) seen[static_cast<int>(EdgeClass::kZeroBlock)] = true;
-      if (std::isfinite(amax) && amax > 0 && second < amax / 64) seen[static_cast<int>(EdgeClass::kOutlierBlock)] = true;
+      if (std::isfinite(amax) && amax > 0 && second < amax / 64)
+        seen[static_cast<int>(EdgeClass::kOutlierBlock)] = true;
       for (int k = kMinAmaxPower; k <= p.max_amax_power; ++k) {
         const std::uint16_t peak = narrow(std::ldexp(kFp8Max, k), dt);
         if (amax_bits == peak) seen[static_cast<int>(EdgeClass::kAmaxPow2)] = true;

@@ -49,7 +49,8 @@ rc::Gen<std::int64_t> gen_tokens(std::int64_t max_tokens) {
 
 rc::Gen<Injection> gen_injection() {
   return rc::gen::build<Injection>(
-      rc::gen::set(&Injection::cls, rc::gen::map(uniform_in(0, kEdgeClassCount), [](int i) { return static_cast<EdgeClass>(i); })),
+      rc::gen::set(&Injection::cls,
+                   rc::gen::map(uniform_in(0, kEdgeClassCount), [](int i) { return static_cast<EdgeClass>(i); })),
       rc::gen::set(&Injection::row, uniform_in<std::uint32_t>(0, 1u << 20)),
       rc::gen::set(&Injection::block, uniform_in<std::uint32_t>(0, 16)),
       rc::gen::set(&Injection::dim, uniform_in<std::uint32_t>(0, 64)),
@@ -84,14 +85,16 @@ CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
   r.extra_blocks = *uniform_in<std::int64_t>(0, 4);
   r.page_padding_units = *uniform_in<std::int64_t>(0, 9);
   r.row_gap_units = *uniform_in<std::int64_t>(0, 3);
-  r.dp_rows = *rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(0)}, {1, uniform_in<std::int64_t>(0, 8)}});
+  r.dp_rows =
+      *rc::gen::weightedOneOf<std::int64_t>({{1, rc::gen::just<std::int64_t>(0)}, {1, uniform_in<std::int64_t>(0, 8)}});
   r.skip = *pick_weighted_shrinking<SkipMode>({{4, SkipMode::kNone}, {5, SkipMode::kSome}, {1, SkipMode::kAll}});
   r.max_pos_extra = *uniform_in<std::int64_t>(0, 64);
   r.base10000_table = *rc::gen::arbitrary<bool>();
   r.fp8_scale_choice = *uniform_in(0, 5);
   r.fused_kv_norm = r.op == InsertOp::kKvOnly && *pick_weighted_shrinking<bool>({{9, false}, {1, true}});
   r.seed = *rc::gen::arbitrary<std::uint64_t>();
-  r.injections = *rc::gen::container<std::vector<Injection>>(static_cast<std::size_t>(*uniform_in(0, 12)), gen_injection());
+  r.injections =
+      *rc::gen::container<std::vector<Injection>>(static_cast<std::size_t>(*uniform_in(0, 12)), gen_injection());
   if (r.op == InsertOp::kLegacy) {
     r.padded_heads_choice = *uniform_in(0, 6);
     r.heads = *uniform_in<std::int64_t>(1, 9);
@@ -107,7 +110,8 @@ CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
 }  // namespace
 
 rc::Gen<CaseRecipe> gen_recipe(GenConfig config) {
-  return rc::gen::exec([config] { return draw_recipe(config, *gen_op_format(config, [](InsertOp, RecordFormat) { return true; })); });
+  return rc::gen::exec(
+      [config] { return draw_recipe(config, *gen_op_format(config, [](InsertOp, RecordFormat) { return true; })); });
 }
 
 rc::Gen<PropertyInput> gen_property_input(GenConfig config) {
@@ -129,9 +133,9 @@ rc::Gen<PropertyInput> gen_property_input(GenConfig config) {
 std::ostream& operator<<(std::ostream& os, const PropertyInput& in) {
   const auto f = format_of(in.c);
   os << (in.c.op == InsertOp::kLegacy ? "legacy " : "kv-only ") << (f ? layout_of(*f).name : "?")
-     << (in.c.kv.meta.dtype == DType::kF16 ? " f16" : "") << ", " << in.c.num_inserted()
-     << " tokens, " << in.c.num_rows() << " rows, " << in.c.cache.num_blocks << " pages x " << in.c.block_size
-     << ", page stride " << in.c.cache.page_stride_bytes() << " B, aux " << in.aux;
+     << (in.c.kv.meta.dtype == DType::kF16 ? " f16" : "") << ", " << in.c.num_inserted() << " tokens, "
+     << in.c.num_rows() << " rows, " << in.c.cache.num_blocks << " pages x " << in.c.block_size << ", page stride "
+     << in.c.cache.page_stride_bytes() << " B, aux " << in.aux;
   return os;
 }
 

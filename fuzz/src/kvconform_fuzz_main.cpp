@@ -22,12 +22,15 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run properties with rotating seeds for a time budget");
   run->add_option("--seconds", config.seconds, "time budget (a run in progress finishes)")->capture_default_str();
   run->add_option("--runs", config.max_runs, "stop after this many property runs (0: no limit)")->capture_default_str();
-  run->add_option("--seed", config.first_seed, "first seed; each round of properties takes the next")->capture_default_str();
+  run->add_option("--seed", config.first_seed, "first seed; each round of properties takes the next")
+      ->capture_default_str();
   run->add_option("--cases", config.cases_per_run, "successful cases per property run")->capture_default_str();
-  run->add_option("--max-size", config.max_size, "RapidCheck size bound; token counts grow with it")->capture_default_str();
+  run->add_option("--max-size", config.max_size, "RapidCheck size bound; token counts grow with it")
+      ->capture_default_str();
   run->add_option("--property", config.properties, "property to run (repeatable; default: all)");
   run->add_option("--corpus", config.corpus_dir, "folder for failure case files")->capture_default_str();
-  run->add_option("--mutation", mutation, "run against a deliberately broken oracle: none, scale-pad-one, ties-away-from-zero")
+  run->add_option("--mutation", mutation,
+                  "run against a deliberately broken oracle: none, scale-pad-one, ties-away-from-zero")
       ->capture_default_str();
   run->add_flag("--stop-on-failure", config.stop_on_failure, "stop at the first failing run");
   run->add_option("--json", json_path, "write the campaign summary (cases/s, coverage, failures) as JSON");
@@ -52,7 +55,8 @@ int main(int argc, char** argv) {
     if (*replay) {
       const auto file = testkit::read_json_file(replay_path);
       std::printf("replaying %s: property %s, seed %llu, mutation %s\n", replay_path.c_str(),
-                  file.at("property").get<std::string>().c_str(), static_cast<unsigned long long>(file.at("seed").get<std::uint64_t>()),
+                  file.at("property").get<std::string>().c_str(),
+                  static_cast<unsigned long long>(file.at("seed").get<std::uint64_t>()),
                   file.value("mutation", std::string("none")).c_str());
       if (file.contains("summary")) std::printf("input: %s\n", file.at("summary").get<std::string>().c_str());
       const auto failure = fuzz::replay_case_file(file);
@@ -67,10 +71,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown mutation '%s'\n", mutation.c_str());
       return 2;
     }
-    const auto summary = fuzz::run_campaign(config, [](const std::string& line) { std::printf("%s\n", line.c_str()); std::fflush(stdout); });
+    const auto summary = fuzz::run_campaign(config, [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    });
     std::printf("\ncampaign: %d runs, %lld cases in %.1f s (%.1f cases/s), %zu failures\n", summary.runs,
                 static_cast<long long>(summary.cases), summary.seconds,
-                summary.seconds > 0 ? static_cast<double>(summary.cases) / summary.seconds : 0.0, summary.failure_files.size());
+                summary.seconds > 0 ? static_cast<double>(summary.cases) / summary.seconds : 0.0,
+                summary.failure_files.size());
     std::printf("coverage (cases that contained each class):\n");
     for (const auto& [cls, n] : summary.coverage) std::printf("  %-28s %lld\n", cls.c_str(), static_cast<long long>(n));
     for (const auto& gap : summary.coverage_gaps) std::printf("COVERAGE GAP %s\n", gap.c_str());

@@ -32,9 +32,9 @@ InsertOutputs run_ok(const InsertCase& c, const PropertyInput& in, PropertyConte
   return out;
 }
 
-void expect_same_cache(const InsertCase& c, const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
-                       const PropertyInput& in, PropertyContext& ctx, const std::string& expected_name,
-                       const std::string& actual_name) {
+void expect_same_cache(const InsertCase& c, const std::vector<std::uint8_t>& expected,
+                       const std::vector<std::uint8_t>& actual, const PropertyInput& in, PropertyContext& ctx,
+                       const std::string& expected_name, const std::string& actual_name) {
   const testkit::DiffReport r = testkit::diff_case_backings(c, expected, actual);
   if (r.equal()) return;
   testkit::ReportContext rc_ctx;
@@ -55,7 +55,8 @@ InsertCase select_rows(const InsertCase& c, const std::vector<std::int64_t>& row
   std::vector<std::int64_t> positions, slots;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t t = order[static_cast<std::size_t>(i)];
-    for (int d = 0; d < kHeadDim; ++d) kv[static_cast<std::size_t>(i * kHeadDim + d)] = c.kv.load<std::uint16_t>(t * kHeadDim + d);
+    for (int d = 0; d < kHeadDim; ++d)
+      kv[static_cast<std::size_t>(i * kHeadDim + d)] = c.kv.load<std::uint16_t>(t * kHeadDim + d);
     positions.push_back(c.positions.load<std::int64_t>(t));
   }
   for (std::int64_t r : rows) slots.push_back(c.slots.load<std::int64_t>(r));
@@ -80,7 +81,8 @@ void differential(const PropertyInput& in, PropertyContext& ctx) {
   InsertOutputs expected = testkit::make_outputs(in.c), actual = testkit::make_outputs(in.c);
   const Status es = testkit::OracleBackend().run(in.c, expected);
   const Status as = ctx.sut.run(in.c, actual);
-  if (es.code != as.code) fail(in, ctx, "status differs: oracle " + es.ToString() + ", " + ctx.sut.name() + " " + as.ToString());
+  if (es.code != as.code)
+    fail(in, ctx, "status differs: oracle " + es.ToString() + ", " + ctx.sut.name() + " " + as.ToString());
   const RsqrtMode mode = testkit::declared_rsqrt_mode(ctx.sut, in.c);
   if (mode == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty()) {
     record(ctx.coverage, {"rsqrt:approximate"});
@@ -90,7 +92,8 @@ void differential(const PropertyInput& in, PropertyContext& ctx) {
   }
   expect_same_cache(in.c, expected.cache, actual.cache, in, ctx, "oracle", ctx.sut.name());
   if (expected.q_out != actual.q_out) {
-    const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(in.c, RsqrtMode::kCorrectlyRounded, expected, actual);
+    const testkit::ApproxRsqrtResult r =
+        testkit::compare_under_rsqrt_mode(in.c, RsqrtMode::kCorrectlyRounded, expected, actual);
     fail(in, ctx, "q_out differs from the oracle's\n" + r.report);
   }
 }
@@ -119,8 +122,9 @@ void locality(const PropertyInput& in, PropertyContext& ctx) {
       testkit::ReportContext rc_ctx;
       rc_ctx.expected_name = "canary";
       rc_ctx.actual_name = "backing after insert";
-      fail(in, ctx, "bytes outside the addressed records changed (" + cls + ")\n" +
-                        testkit::format_case_report(in.c, r, canary, out.cache, rc_ctx));
+      fail(in, ctx,
+           "bytes outside the addressed records changed (" + cls + ")\n" +
+               testkit::format_case_report(in.c, r, canary, out.cache, rc_ctx));
     }
   }
 }
@@ -135,7 +139,8 @@ void kv_only_equals_legacy(const PropertyInput& in, PropertyContext& ctx) {
   std::uint64_t a = in.aux;
   q.padded_heads = is_packed(f) ? kSupportedHeadPadding[a % kSupportedHeadPadding.size()] : 0;
   a /= kSupportedHeadPadding.size();
-  q.heads = q.padded_heads ? 1 + static_cast<std::int64_t>(a % static_cast<std::uint64_t>(q.padded_heads)) : 1 + static_cast<std::int64_t>(a % 3);
+  q.heads = q.padded_heads ? 1 + static_cast<std::int64_t>(a % static_cast<std::uint64_t>(q.padded_heads))
+                           : 1 + static_cast<std::int64_t>(a % 3);
   q.q_interleaved = (a >> 8) & 1;
   q.apply_q_norm = (a >> 9) & 1;
   q.apply_q_rope = (a >> 10) & 1;
@@ -146,13 +151,15 @@ void kv_only_equals_legacy(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase legacy = testkit::make_legacy_case(c, q);
   const InsertOutputs kv = run_ok(c, in, ctx, "KV-only");
   const InsertOutputs lg = run_ok(legacy, in, ctx, "legacy");
-  expect_same_cache(c, lg.cache, kv.cache, in, ctx, "legacy insert (Hp " + std::to_string(q.padded_heads) + ")", "KV-only insert");
+  expect_same_cache(c, lg.cache, kv.cache, in, ctx, "legacy insert (Hp " + std::to_string(q.padded_heads) + ")",
+                    "KV-only insert");
 }
 
 void token_permutation(const PropertyInput& in, PropertyContext& ctx) {
   std::vector<std::int64_t> rows = iota_rows(0, in.c.num_inserted());
   testkit::Rng rng(in.aux);
-  for (std::size_t i = rows.size(); i > 1; --i) std::swap(rows[i - 1], rows[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(i) - 1))]);
+  for (std::size_t i = rows.size(); i > 1; --i)
+    std::swap(rows[i - 1], rows[static_cast<std::size_t>(rng.uniform(0, static_cast<std::int64_t>(i) - 1))]);
   const InsertCase permuted = select_rows(in.c, rows, true);
   const InsertOutputs a = run_ok(in.c, in, ctx, "original order");
   const InsertOutputs b = run_ok(permuted, in, ctx, "permuted");
@@ -170,7 +177,8 @@ void split_batch(const PropertyInput& in, PropertyContext& ctx) {
     const Status s = ctx.sut.run(*part, split);
     if (!s.ok()) fail(in, ctx, "split call rejected: " + s.ToString());
   }
-  expect_same_cache(in.c, whole.cache, split.cache, in, ctx, "one call", "two calls split at token " + std::to_string(k));
+  expect_same_cache(in.c, whole.cache, split.cache, in, ctx, "one call",
+                    "two calls split at token " + std::to_string(k));
 }
 
 void idempotent(const PropertyInput& in, PropertyContext& ctx) {
@@ -212,16 +220,17 @@ void scale_by_power_of_two(const PropertyInput& in, PropertyContext& ctx) {
   const InsertOutputs b = run_ok(scaled, in, ctx, "scaled");
   const oracle::PagedCacheView v = testkit::view_of(c);
   const std::int64_t slot = c.slots.load<std::int64_t>(row);
-  const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot), rb = oracle::decode_record(b.cache, v, slot);
+  const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot),
+                              rb = oracle::decode_record(b.cache, v, slot);
   std::ostringstream msg;
   if (static_cast<int>(rb.scales[block]) != static_cast<int>(ra.scales[block]) + j)
-    msg << "scale byte of block " << block << " went 0x" << std::hex << int(ra.scales[block]) << " -> 0x" << int(rb.scales[block])
-        << std::dec << " for a 2^" << j << " scaling (slot " << slot << ")";
+    msg << "scale byte of block " << block << " went 0x" << std::hex << int(ra.scales[block]) << " -> 0x"
+        << int(rb.scales[block]) << std::dec << " for a 2^" << j << " scaling (slot " << slot << ")";
   for (int i = 0; i < l.quant_block_dims && msg.str().empty(); ++i) {
     const int d = block * l.quant_block_dims + i;
     if (ra.codes[d] != rb.codes[d])
-      msg << "code of dim " << d << " changed 0x" << std::hex << int(ra.codes[d]) << " -> 0x" << int(rb.codes[d]) << std::dec
-          << " under a 2^" << j << " block scaling (slot " << slot << ")";
+      msg << "code of dim " << d << " changed 0x" << std::hex << int(ra.codes[d]) << " -> 0x" << int(rb.codes[d])
+          << std::dec << " under a 2^" << j << " block scaling (slot " << slot << ")";
   }
   if (!msg.str().empty()) fail(in, ctx, msg.str());
 }
@@ -230,7 +239,8 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
   if (c.kv_norm_weight.present) return;  // the weight is not negated: the claim is about kv alone
   InsertCase neg = c;
-  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i) neg.kv.store<std::uint16_t>(i, c.kv.load<std::uint16_t>(i) ^ 0x8000);
+  for (std::int64_t i = 0; i < c.kv.meta.numel(); ++i)
+    neg.kv.store<std::uint16_t>(i, c.kv.load<std::uint16_t>(i) ^ 0x8000);
   const InsertOutputs a = run_ok(c, in, ctx, "original");
   const InsertOutputs b = run_ok(neg, in, ctx, "negated");
   const RecordFormat f = *format_of(c);
@@ -241,9 +251,11 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
     if (slot < 0) continue;
     float x[kHeadDim];
     oracle::kv_row_after_rope(c, t, x);
-    const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot), rb = oracle::decode_record(b.cache, v, slot);
+    const oracle::DecodedRecord ra = oracle::decode_record(a.cache, v, slot),
+                                rb = oracle::decode_record(b.cache, v, slot);
     for (int k = 0; k < l.scale_blocks; ++k)
-      if (ra.scales[k] != rb.scales[k]) fail(in, ctx, "scale of block " + std::to_string(k) + " changed under negation, slot " + std::to_string(slot));
+      if (ra.scales[k] != rb.scales[k])
+        fail(in, ctx, "scale of block " + std::to_string(k) + " changed under negation, slot " + std::to_string(slot));
     for (int d = 0; d < kHeadDim; ++d) {
       if (!std::isfinite(x[d])) continue;  // NaN stays NaN (0xFE / canonical), Inf*0 is NaN
       // A zero RoPE result (zero inputs, injected into the RoPE dims) is a sum of signed zeros:
@@ -255,7 +267,8 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
       const unsigned sign = code ? 0x80u : 0x8000u;
       if ((va ^ sign) != vb) {
         std::ostringstream m;
-        m << "negation changed more than the sign: slot " << slot << " dim " << d << " 0x" << std::hex << va << " -> 0x" << vb;
+        m << "negation changed more than the sign: slot " << slot << " dim " << d << " 0x" << std::hex << va << " -> 0x"
+          << vb;
         fail(in, ctx, m.str());
       }
     }
@@ -285,15 +298,17 @@ void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
       if (!std::isfinite(scale)) continue;  // the block holds an Inf
       // The value the contract quantizes: y * 2^-E (exact) for packed records, fl(x * fl(1/s))
       // for the fp8 full cache.
-      const double scaled = l.paged_regions ? static_cast<double>(y) / scale : static_cast<double>(y * (1.0f / fp8_scale));
+      const double scaled =
+          l.paged_regions ? static_cast<double>(y) / scale : static_cast<double>(y * (1.0f / fp8_scale));
       const double a = std::fabs(scaled);
       const double step = a < 0x1p-6 ? 0x1p-9 : std::ldexp(1.0, std::ilogb(a) - 3);
       const double deq = static_cast<double>(oracle::e4m3_decode(r.codes[d]));
       const bool saturated = a >= kFp8Max && std::fabs(deq) == kFp8Max && std::signbit(deq) == std::signbit(scaled);
       if (!saturated && std::fabs(deq - scaled) > step / 2) {
         std::ostringstream m;
-        m << "slot " << slot << " dim " << d << ": value " << y << " / scale " << scale << " = " << scaled << " but code 0x" << std::hex
-          << int(r.codes[d]) << std::dec << " decodes to " << deq << " (bound: half step " << step / 2 << ")";
+        m << "slot " << slot << " dim " << d << ": value " << y << " / scale " << scale << " = " << scaled
+          << " but code 0x" << std::hex << int(r.codes[d]) << std::dec << " decodes to " << deq << " (bound: half step "
+          << step / 2 << ")";
         fail(in, ctx, m.str());
       }
     }
@@ -311,8 +326,11 @@ void invalid_rejected(const PropertyInput& in, PropertyContext& ctx) {
   const InsertOutputs before = out;
   const Status s = ctx.sut.run(broken, out);
   record(ctx.coverage, {"rule:" + b.name});
-  if (s.code != b.code) fail(in, ctx, "breaking " + b.name + " gave " + s.ToString() + ", expected E" + std::to_string(static_cast<int>(b.code)));
-  if (out.cache != before.cache || out.q_out != before.q_out) fail(in, ctx, "rejected call (" + b.name + ") wrote into its outputs");
+  if (s.code != b.code)
+    fail(in, ctx,
+         "breaking " + b.name + " gave " + s.ToString() + ", expected E" + std::to_string(static_cast<int>(b.code)));
+  if (out.cache != before.cache || out.q_out != before.q_out)
+    fail(in, ctx, "rejected call (" + b.name + ") wrote into its outputs");
 }
 
 // The decoder and locate() on random bytes (they read the oracle's codec, not the backend under
@@ -337,8 +355,9 @@ void decoder_total(const PropertyInput& in, PropertyContext& ctx) {
     if (loc.slot >= v.capacity()) fail(in, ctx, "locate() returned a slot beyond the cache");
     const bool in_view = off >= v.base_offset && off < v.page_offset(v.num_blocks);
     if (in_view != (loc.field != oracle::Field::kOutsideCache))
-      fail(in, ctx, "locate() put offset " + std::to_string(off) + (in_view ? ", inside" : ", outside") + " the cache view, in field " +
-                        std::string(oracle::field_name(loc.field)));
+      fail(in, ctx,
+           "locate() put offset " + std::to_string(off) + (in_view ? ", inside" : ", outside") +
+               " the cache view, in field " + std::string(oracle::field_name(loc.field)));
     if (loc.slot >= 0 && loc.page != loc.slot / v.block_size)
       fail(in, ctx, "locate() gave slot " + std::to_string(loc.slot) + " on page " + std::to_string(loc.page));
     if (loc.slot >= 0) (void)oracle::describe_field(bytes, v, loc);
@@ -355,9 +374,9 @@ std::vector<std::string> edges_and(std::vector<std::string> extra) {
   return v;
 }
 
-const std::vector<std::string> kStructural = {"format:packed584", "format:packed528", "format:fp8_512", "format:bf16_512",
-                                              "slots:some-skipped", "slots:all-skipped", "dp-padding", "block-size:non-pow2",
-                                              "block-size:pow2", "page-padding"};
+const std::vector<std::string> kStructural = {
+    "format:packed584",  "format:packed528", "format:fp8_512",      "format:bf16_512", "slots:some-skipped",
+    "slots:all-skipped", "dp-padding",       "block-size:non-pow2", "block-size:pow2", "page-padding"};
 
 }  // namespace
 
@@ -379,16 +398,21 @@ const std::vector<PropertySpec>& all_properties() {
          edges_and(with_legacy), locality},
         {"kv-only-equals-legacy", "the legacy op's cache bytes equal the KV-only op's", kv_only, edges_and(structural),
          kv_only_equals_legacy},
-        {"token-permutation", "permuting tokens with their slots gives the same cache", kv_only, structural, token_permutation},
+        {"token-permutation", "permuting tokens with their slots gives the same cache", kv_only, structural,
+         token_permutation},
         {"split-batch", "one call equals the same batch in two calls", kv_only, structural, split_batch},
         {"idempotent", "inserting twice equals inserting once", any, with_legacy, idempotent},
-        {"scale-by-power-of-two", "scaling a block by 2^j keeps its codes and adds j to its scale byte", packed_kv,
-         {"format:packed584", "format:packed528", "scaled-block"}, scale_by_power_of_two},
-        {"negation-flips-sign", "negating kv flips only sign bits", kv_only, edges_and(structural), negation_flips_sign},
+        {"scale-by-power-of-two",
+         "scaling a block by 2^j keeps its codes and adds j to its scale byte",
+         packed_kv,
+         {"format:packed584", "format:packed528", "scaled-block"},
+         scale_by_power_of_two},
+        {"negation-flips-sign", "negating kv flips only sign bits", kv_only, edges_and(structural),
+         negation_flips_sign},
         {"dequantization-bound", "dequantized codes are within half an e4m3 step of the input (or saturated)", kv_only,
          edges_and({"format:packed584", "format:packed528", "format:fp8_512"}), dequantization_bound},
-        {"invalid-rejected", "a case breaking one rule is rejected with its code and writes nothing", rule_breaking, invalid_required,
-         invalid_rejected, 5},
+        {"invalid-rejected", "a case breaking one rule is rejected with its code and writes nothing", rule_breaking,
+         invalid_required, invalid_rejected, 5},
         {"decoder-total", "the record decoder accepts arbitrary bytes", any, {"decoded-random-bytes"}, decoder_total},
     };
   }();

@@ -67,14 +67,15 @@ void run_on_device(PropertySpec p, RunConfig config, const std::string& ctest_re
   testkit::DeviceBackend device(gpu::kernel_library());  // damage throws: the adapter turns it into a failure
   DeviceUnderFuzz sut(device);
   const PropertyOutcome o = run_property(p, sut, config);
-  std::printf("%s on %s: %d cases in %.2f s (%.1f cases/s), up to %lld tokens, seed %llu\n", p.name.c_str(), device.name().c_str(),
-              o.cases, o.seconds, o.seconds > 0 ? o.cases / o.seconds : 0.0, static_cast<long long>(p.generation.max_tokens),
-              static_cast<unsigned long long>(config.seed));
+  std::printf("%s on %s: %d cases in %.2f s (%.1f cases/s), up to %lld tokens, seed %llu\n", p.name.c_str(),
+              device.name().c_str(), o.cases, o.seconds, o.seconds > 0 ? o.cases / o.seconds : 0.0,
+              static_cast<long long>(p.generation.max_tokens), static_cast<unsigned long long>(config.seed));
   for (const auto& [cls, n] : o.coverage) std::printf("  %-28s %lld\n", cls.c_str(), static_cast<long long>(n));
   if (!o.passed && o.cases == 0 && sut.discarded > 0 && !o.failure && !sut.last_thrown)
     GTEST_SKIP() << "the library implements none of the cases this property generates: " << sut.unsupported_reason;
   if (!o.passed) {
-    const std::optional<PropertyInput> minimal = o.failure ? std::optional<PropertyInput>(o.failure->input) : sut.last_thrown;
+    const std::optional<PropertyInput> minimal =
+        o.failure ? std::optional<PropertyInput>(o.failure->input) : sut.last_thrown;
     std::string where;
     if (minimal) {
       const std::string path = "fuzz-device-failure-" + p.name + ".json";
@@ -86,7 +87,8 @@ void run_on_device(PropertySpec p, RunConfig config, const std::string& ctest_re
     FAIL() << (o.failure ? o.failure->message : o.message) << where << "\nreproduce: KVC_FUZZ_SEED=" << config.seed
            << " ctest --test-dir build/default -R '" << ctest_regex << "'";
   }
-  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: " << ::testing::PrintToString(o.missing_classes);
+  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: "
+                                         << ::testing::PrintToString(o.missing_classes);
 }
 
 TEST(DeviceDifferential, KernelsEqualOracleUpTo65536Tokens) {
@@ -115,7 +117,7 @@ TEST_P(DeviceProperty, HoldsForTheKernelLibrary) {
   RunConfig config;
   config.seed = env_or("KVC_FUZZ_SEED", 20261129);
   config.cases = static_cast<int>(env_or("KVC_FUZZ_CASES", 120));
-  config.max_size = 40;  // up to ~1600 tokens, as the CPU pass
+  config.max_size = 40;                // up to ~1600 tokens, as the CPU pass
   std::string test_name = GetParam();  // the test's name spells the property with '_'
   for (char& ch : test_name)
     if (ch == '-') ch = '_';

@@ -69,14 +69,22 @@ std::int64_t hostile_value(std::int64_t original) {
   constexpr std::int64_t k31 = std::int64_t{1} << 31, k32 = std::int64_t{1} << 32, k40 = std::int64_t{1} << 40,
                          k62 = std::int64_t{1} << 62;
   switch (uniform(0, 8)) {
-    case 0: return pick({0, 1, 2, -1, -2, -16, 16, kHeadDim});
-    case 1: return pick({kMax, kMin, kMax - 1, kMin + 1, kMax / 2, -(kMax / 2), kMax / kHeadDim + 1});
-    case 2: return pick({k31, k32, k40, k62, -k62, -k31});
-    case 3: return checked_add(original, std::int64_t{1}).value_or(original);
-    case 4: return checked_add(original, std::int64_t{-1}).value_or(original);
-    case 5: return checked_mul(original, std::int64_t{2}).value_or(original);
-    case 6: return original == kMin ? original : -original;
-    default: return any_value<std::int64_t>();
+    case 0:
+      return pick({0, 1, 2, -1, -2, -16, 16, kHeadDim});
+    case 1:
+      return pick({kMax, kMin, kMax - 1, kMin + 1, kMax / 2, -(kMax / 2), kMax / kHeadDim + 1});
+    case 2:
+      return pick({k31, k32, k40, k62, -k62, -k31});
+    case 3:
+      return checked_add(original, std::int64_t{1}).value_or(original);
+    case 4:
+      return checked_add(original, std::int64_t{-1}).value_or(original);
+    case 5:
+      return checked_mul(original, std::int64_t{2}).value_or(original);
+    case 6:
+      return original == kMin ? original : -original;
+    default:
+      return any_value<std::int64_t>();
   }
 }
 
@@ -90,7 +98,8 @@ void edit_meta(TensorMeta& m, std::vector<std::string>& classes) {
       std::vector<std::int64_t> sizes, new_strides;
       for (int d = 0; d < rank; ++d) sizes.push_back(hostile_value(d < m.rank() ? m.size(d) : 1));
       for (int d = 0; d < strides; ++d)
-        new_strides.push_back(hostile_value(d < static_cast<int>(m.strides.size()) ? m.strides[static_cast<std::size_t>(d)] : 1));
+        new_strides.push_back(
+            hostile_value(d < static_cast<int>(m.strides.size()) ? m.strides[static_cast<std::size_t>(d)] : 1));
       m.sizes = std::move(sizes);
       m.strides = std::move(new_strides);
       classes.push_back("rank:" + std::to_string(rank));
@@ -112,8 +121,10 @@ void edit_meta(TensorMeta& m, std::vector<std::string>& classes) {
       classes.push_back("edit:stride");
       return;
     case 3:
-      if (*rc::gen::arbitrary<bool>() && !m.strides.empty()) m.strides.pop_back();
-      else m.strides.push_back(hostile_value(1));
+      if (*rc::gen::arbitrary<bool>() && !m.strides.empty())
+        m.strides.pop_back();
+      else
+        m.strides.push_back(hostile_value(1));
       classes.push_back("edit:lengths-differ");
       return;
     case 4:
@@ -129,21 +140,44 @@ void edit_meta(TensorMeta& m, std::vector<std::string>& classes) {
 
 void edit_cache(InsertCase& c, std::vector<std::string>& classes) {
   CacheGeometry& g = c.cache;
-  static const char* const names[] = {"num_blocks", "block_size", "op-block_size", "both-block_sizes", "width",
-                                      "stride0", "stride1", "stride2", "offset", "rank", "dtype"};
+  static const char* const names[] = {"num_blocks", "block_size", "op-block_size", "both-block_sizes",
+                                      "width",      "stride0",    "stride1",       "stride2",
+                                      "offset",     "rank",       "dtype"};
   const int field = uniform(0, 11);
   switch (field) {
-    case 0: g.num_blocks = hostile_value(g.num_blocks); break;
-    case 1: g.block_size = hostile_value(g.block_size); break;
-    case 2: c.block_size = hostile_value(c.block_size); break;
-    case 3: g.block_size = c.block_size = hostile_value(c.block_size); break;
-    case 4: g.width = hostile_value(g.width); break;
-    case 5: g.stride0 = hostile_value(g.stride0); break;
-    case 6: g.stride1 = hostile_value(g.stride1); break;
-    case 7: g.stride2 = hostile_value(g.stride2); break;
-    case 8: g.offset_bytes = hostile_value(g.offset_bytes); break;
-    case 9: g.rank = uniform(0, kMaxRank + 1); break;
-    default: g.dtype = static_cast<DType>(any_value<std::uint8_t>()); break;
+    case 0:
+      g.num_blocks = hostile_value(g.num_blocks);
+      break;
+    case 1:
+      g.block_size = hostile_value(g.block_size);
+      break;
+    case 2:
+      c.block_size = hostile_value(c.block_size);
+      break;
+    case 3:
+      g.block_size = c.block_size = hostile_value(c.block_size);
+      break;
+    case 4:
+      g.width = hostile_value(g.width);
+      break;
+    case 5:
+      g.stride0 = hostile_value(g.stride0);
+      break;
+    case 6:
+      g.stride1 = hostile_value(g.stride1);
+      break;
+    case 7:
+      g.stride2 = hostile_value(g.stride2);
+      break;
+    case 8:
+      g.offset_bytes = hostile_value(g.offset_bytes);
+      break;
+    case 9:
+      g.rank = uniform(0, kMaxRank + 1);
+      break;
+    default:
+      g.dtype = static_cast<DType>(any_value<std::uint8_t>());
+      break;
   }
   classes.push_back(std::string("cache:") + names[field]);
 }
@@ -156,8 +190,8 @@ HostTensor valid_norm_weight() {
 
 // The targets a hostile edit can hit. Absent optional tensors are made present first (a valid
 // kv_norm weight, a one-element scale) so that every tensor argument is exercised.
-const char* const kTargets[] = {"kv", "slot_mapping", "position_ids", "cos_sin_cache", "fp8_scale", "q",
-                                "q_out", "q_scale_inv", "kv_norm_weight", "cache", "op"};
+const char* const kTargets[] = {"kv",    "slot_mapping", "position_ids",   "cos_sin_cache", "fp8_scale", "q",
+                                "q_out", "q_scale_inv",  "kv_norm_weight", "cache",         "op"};
 constexpr int kTargetCount = static_cast<int>(std::size(kTargets));
 
 std::string apply_hostile_edit(InsertCase& c, std::vector<std::string>& classes) {
@@ -169,16 +203,36 @@ std::string apply_hostile_edit(InsertCase& c, std::vector<std::string>& classes)
   };
   auto scalar = [] { return make_tensor_from(DType::kF32, std::vector<float>{1.0f}, {1}); };
   switch (target) {
-    case 0: edit_meta(c.kv.meta, classes); break;
-    case 1: edit_meta(c.slots.meta, classes); break;
-    case 2: edit_meta(c.positions.meta, classes); break;
-    case 3: edit_meta(c.cos_sin.meta, classes); break;
-    case 4: edit_meta(tensor(c.fp8_scale, scalar()), classes); break;
-    case 5: edit_meta(tensor(c.q, make_tensor(DType::kBF16, {1, 1, kHeadDim})), classes); break;
-    case 6: edit_meta(c.q_out, classes); break;
-    case 7: edit_meta(tensor(c.q_scale_inv, scalar()), classes); break;
-    case 8: edit_meta(tensor(c.kv_norm_weight, valid_norm_weight()), classes); break;
-    case 9: edit_cache(c, classes); break;
+    case 0:
+      edit_meta(c.kv.meta, classes);
+      break;
+    case 1:
+      edit_meta(c.slots.meta, classes);
+      break;
+    case 2:
+      edit_meta(c.positions.meta, classes);
+      break;
+    case 3:
+      edit_meta(c.cos_sin.meta, classes);
+      break;
+    case 4:
+      edit_meta(tensor(c.fp8_scale, scalar()), classes);
+      break;
+    case 5:
+      edit_meta(tensor(c.q, make_tensor(DType::kBF16, {1, 1, kHeadDim})), classes);
+      break;
+    case 6:
+      edit_meta(c.q_out, classes);
+      break;
+    case 7:
+      edit_meta(tensor(c.q_scale_inv, scalar()), classes);
+      break;
+    case 8:
+      edit_meta(tensor(c.kv_norm_weight, valid_norm_weight()), classes);
+      break;
+    case 9:
+      edit_cache(c, classes);
+      break;
     default:
       c.op = *rc::gen::arbitrary<bool>() ? static_cast<InsertOp>(any_value<std::uint8_t>())
                                          : (c.op == InsertOp::kLegacy ? InsertOp::kKvOnly : InsertOp::kLegacy);
@@ -189,7 +243,8 @@ std::string apply_hostile_edit(InsertCase& c, std::vector<std::string>& classes)
 
 // ---- the property ----
 
-[[noreturn]] void fail(const PropertyInput& in, PropertyContext& ctx, const std::string& edits, const std::string& message) {
+[[noreturn]] void fail(const PropertyInput& in, PropertyContext& ctx, const std::string& edits,
+                       const std::string& message) {
   *ctx.last_failure = FailureRecord{in, "after hostile edits [" + edits + "]: " + message};
   RC_FAIL(ctx.last_failure->value().message);
 }
@@ -216,7 +271,9 @@ class LevelledOracle final : public testkit::Backend {
  public:
   LevelledOracle(ValidationLevel level, Defect defect) : oracle_(options(level)), defect_(std::move(defect)) {}
   std::string name() const override { return defect_ ? "defective oracle" : "oracle"; }
-  Status run(const InsertCase& c, InsertOutputs& out) override { return defect_ ? defect_(c, out, oracle_) : oracle_.run(c, out); }
+  Status run(const InsertCase& c, InsertOutputs& out) override {
+    return defect_ ? defect_(c, out, oracle_) : oracle_.run(c, out);
+  }
 
  private:
   static oracle::OracleOptions options(ValidationLevel level) {
@@ -235,7 +292,8 @@ void check_level(const InsertCase& h, const InsertOutputs& fresh, ValidationLeve
   if (expected.ok()) expected = validate_outputs(h, fresh);
   const Status metadata_only = validate_insert(h, level, ValueAccess::kMetadataOnly);
   if (expected.ok() && !metadata_only.ok())
-    fail(in, ctx, edits, "metadata-only validation rejected a case full validation accepts: " + metadata_only.ToString());
+    fail(in, ctx, edits,
+         "metadata-only validation rejected a case full validation accepts: " + metadata_only.ToString());
 
   // An accepted case runs on the guarded copy first, so a write outside the buffers lands in a
   // guard (and is reported) rather than in someone else's memory.
@@ -267,7 +325,8 @@ void check_level(const InsertCase& h, const InsertOutputs& fresh, ValidationLeve
   }
   record(ctx.coverage, {"code:E" + std::to_string(static_cast<int>(s.code))});
   if (error_name(s.code) == "kUnknown") fail(in, ctx, edits, "rejected with a code that has no name");
-  if (out.cache != fresh.cache || out.q_out != fresh.q_out) fail(in, ctx, edits, "a rejected call wrote into its outputs");
+  if (out.cache != fresh.cache || out.q_out != fresh.q_out)
+    fail(in, ctx, edits, "a rejected call wrote into its outputs");
 }
 
 void hostile_metadata(const PropertyInput& in, PropertyContext& ctx, const Defect& defect) {
@@ -288,7 +347,8 @@ void hostile_metadata(const PropertyInput& in, PropertyContext& ctx, const Defec
   std::vector<std::uint16_t> normed;
   const Status expected = validate_kv_norm(h.kv, weight);
   const Status s = oracle::kv_norm(h.kv, weight, 1e-6f, &normed);
-  if (s.code != expected.code) fail(in, ctx, edits, "kv_norm says " + s.ToString() + ", validation says " + expected.ToString());
+  if (s.code != expected.code)
+    fail(in, ctx, edits, "kv_norm says " + s.ToString() + ", validation says " + expected.ToString());
 }
 
 PropertySpec hostile_property(Defect defect = {}) {
@@ -319,7 +379,8 @@ TEST(HostileMetadata, RejectedWithACodeOrEveryWriteInsideTheBuffers) {
   for (const auto& [cls, n] : o.coverage) std::printf("  %-28s %lld\n", cls.c_str(), static_cast<long long>(n));
   ASSERT_TRUE(o.passed) << (o.failure ? o.failure->message : o.message) << "\nreproduce: KVC_FUZZ_SEED=" << config.seed
                         << " ctest -R 'HostileMetadata.RejectedWithACodeOrEveryWriteInsideTheBuffers'";
-  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: " << ::testing::PrintToString(o.missing_classes);
+  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: "
+                                         << ::testing::PrintToString(o.missing_classes);
 }
 
 // ---- planted defects: the property is not vacuous ----

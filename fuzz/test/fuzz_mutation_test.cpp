@@ -22,9 +22,11 @@ TEST_P(Mutation, FoundWithin60SecondsAndShrunkToAtMostTwoTokens) {
   config.corpus_dir = ::testing::TempDir() + "kvc-mutation-corpus";
   config.program = "build/default/fuzz/kvconform-fuzz";
   const CampaignSummary s = run_campaign(config, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
-  ASSERT_EQ(s.failure_files.size(), 1u) << "mutant " << oracle::mutation_name(GetParam()) << " survived " << s.seconds << " s";
-  std::printf("mutant %s found and shrunk in %.2f s after %lld cases\n", std::string(oracle::mutation_name(GetParam())).c_str(),
-              s.first_failure_seconds, static_cast<long long>(s.cases));
+  ASSERT_EQ(s.failure_files.size(), 1u) << "mutant " << oracle::mutation_name(GetParam()) << " survived " << s.seconds
+                                        << " s";
+  std::printf("mutant %s found and shrunk in %.2f s after %lld cases\n",
+              std::string(oracle::mutation_name(GetParam())).c_str(), s.first_failure_seconds,
+              static_cast<long long>(s.cases));
   EXPECT_LE(s.first_failure_seconds, 60.0);
 
   const auto file = testkit::read_json_file(s.failure_files[0]);
@@ -36,7 +38,8 @@ TEST_P(Mutation, FoundWithin60SecondsAndShrunkToAtMostTwoTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Oracle, Mutation,
-                         ::testing::Values(oracle::OracleMutation::kScalePadOne, oracle::OracleMutation::kTiesAwayFromZero),
+                         ::testing::Values(oracle::OracleMutation::kScalePadOne,
+                                           oracle::OracleMutation::kTiesAwayFromZero),
                          [](const ::testing::TestParamInfo<oracle::OracleMutation>& p) {
                            return p.param == oracle::OracleMutation::kScalePadOne ? std::string("ScalePadOne")
                                                                                   : std::string("TiesAwayFromZero");

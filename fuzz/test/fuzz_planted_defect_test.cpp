@@ -20,7 +20,8 @@ namespace {
 // Wraps the oracle and damages its output after a successful run.
 class DefectiveBackend : public testkit::Backend {
  public:
-  explicit DefectiveBackend(std::function<void(const InsertCase&, InsertOutputs&)> defect) : defect_(std::move(defect)) {}
+  explicit DefectiveBackend(std::function<void(const InsertCase&, InsertOutputs&)> defect)
+      : defect_(std::move(defect)) {}
   std::string name() const override { return "defective oracle"; }
   Status run(const InsertCase& c, InsertOutputs& out) override {
     const Status s = oracle_.run(c, out);
@@ -47,14 +48,16 @@ void expect_property_fails(const char* property, DefectiveBackend& sut) {
   const PropertyOutcome o = run_property(*find_property(property), sut, RunConfig{7, 200, 30, true});
   EXPECT_FALSE(o.passed) << property << " did not notice the defect in " << o.cases << " cases";
   ASSERT_TRUE(o.failure.has_value());
-  std::printf("%s caught it; shrunk to: %s\n%s\n", property, ::testing::PrintToString(o.failure->input.c.num_inserted()).c_str(),
+  std::printf("%s caught it; shrunk to: %s\n%s\n", property,
+              ::testing::PrintToString(o.failure->input.c.num_inserted()).c_str(),
               o.failure->message.substr(0, 600).c_str());
 }
 
 TEST(PlantedDefect, LocalityCatchesAWriteIntoPagePadding) {
   DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
     const oracle::PagedCacheView v = testkit::view_of(c);
-    if (c.num_inserted() > 0) out.cache[static_cast<std::size_t>(v.page_offset(v.num_blocks) - 1)] ^= 0x5A;  // last byte of the last page
+    if (c.num_inserted() > 0)
+      out.cache[static_cast<std::size_t>(v.page_offset(v.num_blocks) - 1)] ^= 0x5A;  // last byte of the last page
   });
   expect_property_fails("locality", sut);
 }
@@ -102,7 +105,8 @@ TEST(PlantedDefect, ScalePropertyCatchesAFixedScale) {
     const oracle::PagedCacheView v = testkit::view_of(c);
     for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
       const std::int64_t slot = c.slots.load<std::int64_t>(t);
-      if (slot >= 0) out.cache[static_cast<std::size_t>(oracle::token_scale_offset(v, slot))] = 127;  // block 0 always 2^0
+      if (slot >= 0)
+        out.cache[static_cast<std::size_t>(oracle::token_scale_offset(v, slot))] = 127;  // block 0 always 2^0
     }
   });
   expect_property_fails("scale-by-power-of-two", sut);
@@ -225,7 +229,8 @@ TEST(PlantedDefect, DecoderTotalCatchesALocateOffByOnePage) {
     }
     if (failure) {
       ++failed;
-      std::printf("decoder-total caught it on %s: %s\n", std::string(layout_of(f).name).c_str(), failure->message.c_str());
+      std::printf("decoder-total caught it on %s: %s\n", std::string(layout_of(f).name).c_str(),
+                  failure->message.c_str());
     }
   }
   EXPECT_EQ(failed, static_cast<int>(kAllFormats.size()));
@@ -241,9 +246,18 @@ TEST(PlantedDefect, DecoderTotalCatchesALocateOffByOnePage) {
 // The names of the properties that have a planted-defect test in this file. Adding a property
 // without one fails here.
 TEST(PlantedDefect, EveryPropertyHasOne) {
-  const std::set<std::string> covered = {
-      "differential", "slot-minus-one-is-noop", "locality", "kv-only-equals-legacy", "token-permutation", "split-batch",
-      "idempotent", "scale-by-power-of-two", "negation-flips-sign", "dequantization-bound", "invalid-rejected", "decoder-total"};
+  const std::set<std::string> covered = {"differential",
+                                         "slot-minus-one-is-noop",
+                                         "locality",
+                                         "kv-only-equals-legacy",
+                                         "token-permutation",
+                                         "split-batch",
+                                         "idempotent",
+                                         "scale-by-power-of-two",
+                                         "negation-flips-sign",
+                                         "dequantization-bound",
+                                         "invalid-rejected",
+                                         "decoder-total"};
   for (const PropertySpec& p : all_properties())
     EXPECT_TRUE(covered.count(p.name)) << "property " << p.name << " has no planted-defect test";
 }

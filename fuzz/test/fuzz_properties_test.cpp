@@ -31,8 +31,10 @@ TEST_P(Property, HoldsAndCoversItsClasses) {
               o.seconds > 0 ? o.cases / o.seconds : 0.0, static_cast<unsigned long long>(config.seed));
   for (const auto& [cls, n] : o.coverage) std::printf("  %-28s %lld\n", cls.c_str(), static_cast<long long>(n));
   ASSERT_TRUE(o.passed) << (o.failure ? o.failure->message : o.message) << "\nreproduce: KVC_FUZZ_SEED=" << config.seed
-                        << " ctest --test-dir build/default -R 'Property.HoldsAndCoversItsClasses/" << GetParam() << "$'";
-  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: " << ::testing::PrintToString(o.missing_classes);
+                        << " ctest --test-dir build/default -R 'Property.HoldsAndCoversItsClasses/" << GetParam()
+                        << "$'";
+  EXPECT_TRUE(o.missing_classes.empty()) << "required classes never generated: "
+                                         << ::testing::PrintToString(o.missing_classes);
 }
 
 std::vector<std::string> names() {
@@ -41,12 +43,13 @@ std::vector<std::string> names() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Fuzz, Property, ::testing::ValuesIn(names()), [](const ::testing::TestParamInfo<std::string>& p) {
-  std::string n = p.param;
-  for (char& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
-});
+INSTANTIATE_TEST_SUITE_P(Fuzz, Property, ::testing::ValuesIn(names()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           std::string n = p.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 // Anti-vacuity of the accounting itself: a run on a generator that cannot produce a required
 // class reports it as missing.

@@ -66,7 +66,8 @@ InsertCase legacy_interleaved() {
 }
 
 TEST(ReplayVersions, Version1FileThatMeansTheSameReplays) {
-  const Replay r = replay(file_for(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kBf16_512), 1), "v1-same");
+  const Replay r =
+      replay(file_for(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kBf16_512), 1), "v1-same");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("passed"), std::string::npos) << r.output;
 }
@@ -77,7 +78,8 @@ TEST(ReplayVersions, Version1Bf16NopeNanIsRefusedWithExitStatus2) {
   EXPECT_NE(r.output.find("0x7FFF"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("row 0 dim 9"), std::string::npos) << r.output;
   EXPECT_THROW(replay_case_file(file_for(bf16_with_nope_nan(), 1)), std::runtime_error);
-  EXPECT_EQ(replay(file_for(bf16_with_nope_nan(), 2), "v2-nan").status, 0) << "the same case made under version 2 replays";
+  EXPECT_EQ(replay(file_for(bf16_with_nope_nan(), 2), "v2-nan").status, 0)
+      << "the same case made under version 2 replays";
 }
 
 TEST(ReplayVersions, Version1LegacyInterleavedIsRefusedWithExitStatus2) {
@@ -88,7 +90,8 @@ TEST(ReplayVersions, Version1LegacyInterleavedIsRefusedWithExitStatus2) {
 }
 
 TEST(ReplayVersions, UnknownNewerVersionIsRefusedWithExitStatus2) {
-  const Replay r = replay(file_for(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584), kContractVersion + 1), "v3");
+  const Replay r = replay(
+      file_for(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584), kContractVersion + 1), "v3");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("unknown to this build"), std::string::npos) << r.output;
 }

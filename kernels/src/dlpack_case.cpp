@@ -19,15 +19,14 @@ std::optional<DType> dtype_of(DLDataType t) {
   return std::nullopt;
 }
 
-void* first_element(const DLTensor& t) {
-  return static_cast<char*>(t.data) + t.byte_offset;
-}
+void* first_element(const DLTensor& t) { return static_cast<char*>(t.data) + t.byte_offset; }
 
 std::string structural_defect(const DLTensor* t, const char* name) {
   const std::string n(name);
   if (t == nullptr) return n + " is NULL";
   if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged)
-    return n + " is not on a CUDA device (DLPack device type " + std::to_string(static_cast<int>(t->device.device_type)) + ")";
+    return n + " is not on a CUDA device (DLPack device type " +
+           std::to_string(static_cast<int>(t->device.device_type)) + ")";
   if (t->ndim < 0) return n + " has negative rank";
   if (t->ndim > 0 && t->shape == nullptr) return n + " has a NULL shape";
   // NULL data is a defect only for a tensor with elements; negative or overflowing sizes are left
@@ -43,7 +42,8 @@ TensorMeta tensor_meta(const DLTensor& t, DType unknown_dtype) {
   TensorMeta m;
   m.dtype = dtype_of(t.dtype).value_or(unknown_dtype);
   m.sizes.assign(t.shape, t.shape + t.ndim);
-  m.strides = t.strides != nullptr ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : contiguous_strides(m.sizes);
+  m.strides =
+      t.strides != nullptr ? std::vector<std::int64_t>(t.strides, t.strides + t.ndim) : contiguous_strides(m.sizes);
   // The alignment rules look at offset_bytes modulo the alignment unit: the address is what counts.
   m.offset_bytes = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(first_element(t)) % kAlignment);
   m.device = t.device.device_id;

@@ -100,12 +100,13 @@ std::string first_misalignment(std::initializer_list<std::pair<NamedTensor, int>
 Outcome misaligned(const std::string& what) { return rejected(Error(ErrorCode::kMisaligned, what)); }
 
 // The fields common to both insert ops.
-void fill_kv_side(InsertCase& c, const DLTensor& kv, const DLTensor& cache, const DLTensor& slots, const DLTensor& positions,
-                  const DLTensor& cos_sin, const DLTensor* fp8_scale, std::int64_t block_size, bool kv_mxfp8) {
-  c.kv = metadata_tensor(kv, DType::kF32);                // unknown dtype -> kKvDtype
-  c.slots = metadata_tensor(slots, DType::kF32);          // -> kSlotsInvalid
-  c.positions = metadata_tensor(positions, DType::kF32);  // -> kPositionsInvalid
-  c.cos_sin = metadata_tensor(cos_sin, DType::kI64);      // -> kCosSinInvalid
+void fill_kv_side(InsertCase& c, const DLTensor& kv, const DLTensor& cache, const DLTensor& slots,
+                  const DLTensor& positions, const DLTensor& cos_sin, const DLTensor* fp8_scale,
+                  std::int64_t block_size, bool kv_mxfp8) {
+  c.kv = metadata_tensor(kv, DType::kF32);                                           // unknown dtype -> kKvDtype
+  c.slots = metadata_tensor(slots, DType::kF32);                                     // -> kSlotsInvalid
+  c.positions = metadata_tensor(positions, DType::kF32);                             // -> kPositionsInvalid
+  c.cos_sin = metadata_tensor(cos_sin, DType::kI64);                                 // -> kCosSinInvalid
   if (fp8_scale != nullptr) c.fp8_scale = metadata_tensor(*fp8_scale, DType::kI64);  // -> kFp8ScaleShape
   c.cache = cache_geometry(cache);
   c.block_size = block_size;
@@ -149,8 +150,11 @@ Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
   if (a == nullptr) return bad_argument("args is NULL");
   if (!covers(a, KVC_END_OF(kvc_kv_only_insert_args, kv_mxfp8)))
     return bad_argument("struct_size " + std::to_string(a->struct_size) + " does not cover kvc_kv_only_insert_args");
-  if (std::string d = first_defect({{a->kv, "kv"}, {a->kv_cache, "kv_cache"}, {a->slot_mapping, "slot_mapping"},
-                                    {a->position_ids, "position_ids"}, {a->cos_sin_cache, "cos_sin_cache"}});
+  if (std::string d = first_defect({{a->kv, "kv"},
+                                    {a->kv_cache, "kv_cache"},
+                                    {a->slot_mapping, "slot_mapping"},
+                                    {a->position_ids, "position_ids"},
+                                    {a->cos_sin_cache, "cos_sin_cache"}});
       !d.empty())
     return bad_argument(d);
   if (std::string d = optional_defect(a->fp8_scale, "fp8_scale"); !d.empty()) return bad_argument(d);
@@ -163,8 +167,10 @@ Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
   if (a->kv_norm_weight != nullptr) c.kv_norm_weight = metadata_tensor(*a->kv_norm_weight, DType::kF32);
   c.kv_norm_eps = a->kv_norm_eps;
   if (Status s = validate_insert(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok()) return rejected(s);
-  if (std::string m = first_misalignment({{{a->slot_mapping, "slot_mapping"}, 8}, {{a->position_ids, "position_ids"}, 8},
-                                          {{a->fp8_scale, "fp8_scale"}, 4}, {{a->kv_norm_weight, "kv_norm_weight"}, 2}});
+  if (std::string m = first_misalignment({{{a->slot_mapping, "slot_mapping"}, 8},
+                                          {{a->position_ids, "position_ids"}, 8},
+                                          {{a->fp8_scale, "fp8_scale"}, 4},
+                                          {{a->kv_norm_weight, "kv_norm_weight"}, 2}});
       !m.empty())
     return misaligned(m);
 
@@ -184,8 +190,12 @@ Outcome legacy_insert(const kvc_legacy_insert_args* a, void* stream) {
   if (a == nullptr) return bad_argument("args is NULL");
   if (!covers(a, KVC_END_OF(kvc_legacy_insert_args, q_interleaved)))
     return bad_argument("struct_size " + std::to_string(a->struct_size) + " does not cover kvc_legacy_insert_args");
-  if (std::string d = first_defect({{a->q, "q"}, {a->q_out, "q_out"}, {a->kv, "kv"}, {a->kv_cache, "kv_cache"},
-                                    {a->slot_mapping, "slot_mapping"}, {a->position_ids, "position_ids"},
+  if (std::string d = first_defect({{a->q, "q"},
+                                    {a->q_out, "q_out"},
+                                    {a->kv, "kv"},
+                                    {a->kv_cache, "kv_cache"},
+                                    {a->slot_mapping, "slot_mapping"},
+                                    {a->position_ids, "position_ids"},
                                     {a->cos_sin_cache, "cos_sin_cache"}});
       !d.empty())
     return bad_argument(d);
@@ -196,16 +206,18 @@ Outcome legacy_insert(const kvc_legacy_insert_args* a, void* stream) {
   c.op = InsertOp::kLegacy;
   fill_kv_side(c, *a->kv, *a->kv_cache, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache, a->fp8_scale,
                a->block_size, a->kv_mxfp8 != 0);
-  c.q = metadata_tensor(*a->q, DType::kF32);         // -> kQDtype
-  c.q_out = tensor_meta(*a->q_out, DType::kF32);     // -> kQOutDtype
+  c.q = metadata_tensor(*a->q, DType::kF32);                                                     // -> kQDtype
+  c.q_out = tensor_meta(*a->q_out, DType::kF32);                                                 // -> kQOutDtype
   if (a->q_scale_inv != nullptr) c.q_scale_inv = metadata_tensor(*a->q_scale_inv, DType::kI64);  // -> kQScaleShape
   c.eps = a->eps;
   c.apply_q_norm = a->apply_q_norm != 0;
   c.apply_q_rope = a->apply_q_rope != 0;
   c.q_interleaved = a->q_interleaved != 0;
   if (Status s = validate_insert(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok()) return rejected(s);
-  if (std::string m = first_misalignment({{{a->slot_mapping, "slot_mapping"}, 8}, {{a->position_ids, "position_ids"}, 8},
-                                          {{a->fp8_scale, "fp8_scale"}, 4}, {{a->q_scale_inv, "q_scale_inv"}, 4}});
+  if (std::string m = first_misalignment({{{a->slot_mapping, "slot_mapping"}, 8},
+                                          {{a->position_ids, "position_ids"}, 8},
+                                          {{a->fp8_scale, "fp8_scale"}, 4},
+                                          {{a->q_scale_inv, "q_scale_inv"}, 4}});
       !m.empty())
     return misaligned(m);
 
@@ -219,7 +231,8 @@ Outcome legacy_insert(const kvc_legacy_insert_args* a, void* stream) {
   p.tokens = c.num_rows();
   p.heads = c.q.meta.size(1);
   p.out_heads = packed ? c.padded_heads() : p.heads;
-  p.q_scale_inv = format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*a->q_scale_inv)) : nullptr;
+  p.q_scale_inv =
+      format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*a->q_scale_inv)) : nullptr;
   p.eps = c.eps;
   p.q_norm = c.apply_q_norm;
   p.q_rope = packed ? c.apply_q_rope : true;
@@ -246,8 +259,10 @@ Outcome kv_norm(const kvc_kv_norm_args* a, void* stream) {
   if (out.dtype != DType::kBF16) return rejected(Error(ErrorCode::kKvDtype, "kv_norm out must be bf16"));
   if (out.sizes != kv.meta.sizes) return rejected(Error(ErrorCode::kKvShape, "kv_norm out must have kv's shape"));
   if (!out.contiguous()) return rejected(Error(ErrorCode::kKvNotContiguous, "kv_norm out must be contiguous"));
-  if (out.device != kv.meta.device) return rejected(Error(ErrorCode::kDeviceMismatch, "kv_norm out on device " + std::to_string(out.device)));
-  if (std::string m = first_misalignment({{{a->kv, "kv"}, 2}, {{a->weight, "weight"}, 2}, {{a->out, "out"}, 2}}); !m.empty())
+  if (out.device != kv.meta.device)
+    return rejected(Error(ErrorCode::kDeviceMismatch, "kv_norm out on device " + std::to_string(out.device)));
+  if (std::string m = first_misalignment({{{a->kv, "kv"}, 2}, {{a->weight, "weight"}, 2}, {{a->out, "out"}, 2}});
+      !m.empty())
     return misaligned(m);
 
   KvNormParams p;
@@ -257,7 +272,8 @@ Outcome kv_norm(const kvc_kv_norm_args* a, void* stream) {
   p.rows = kv.meta.size(0);
   p.eps = a->eps;
   if (p.rows == 0) return {};
-  return launch_on(kv.meta.device, "launching kv_norm", [&] { return kvc::kernels::kv_norm(p, static_cast<cudaStream_t>(stream)); });
+  return launch_on(kv.meta.device, "launching kv_norm",
+                   [&] { return kvc::kernels::kv_norm(p, static_cast<cudaStream_t>(stream)); });
 }
 
 // Runs an entry point's body with no exception escaping into C.
@@ -299,18 +315,26 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   const bool cache_format = format >= KVC_FORMAT_PACKED584 && format <= KVC_FORMAT_BF16_512;
   switch (op) {
     case KVC_OP_KV_ONLY_INSERT:
-      if (!cache_format) out->reason = "unknown cache format";
-      else if (!bf16) out->reason = "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
-      else out->supported = 1;
+      if (!cache_format)
+        out->reason = "unknown cache format";
+      else if (!bf16)
+        out->reason = "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
+      else
+        out->supported = 1;
       break;
     case KVC_OP_LEGACY_INSERT:
-      if (!cache_format) out->reason = "unknown cache format";
-      else if (!bf16 && !fp16) out->reason = "the legacy insert takes bf16 or fp16 rows";
-      else out->supported = 1;
+      if (!cache_format)
+        out->reason = "unknown cache format";
+      else if (!bf16 && !fp16)
+        out->reason = "the legacy insert takes bf16 or fp16 rows";
+      else
+        out->supported = 1;
       break;
     case KVC_OP_KV_NORM:
-      if (!bf16) out->reason = "kv_norm takes bf16 rows only (docs/contract.md §4)";
-      else out->supported = 1;
+      if (!bf16)
+        out->reason = "kv_norm takes bf16 rows only (docs/contract.md §4)";
+      else
+        out->supported = 1;
       break;
     default:
       out->reason = "unknown op";
@@ -319,12 +343,16 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   return KVC_STATUS_OK;
 }
 
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error, size_t error_capacity) {
-  return kvc::kernels::abi::guarded(error, error_capacity, [&] { return kvc::kernels::abi::kv_only_insert(args, stream); });
+KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,
+                                      size_t error_capacity) {
+  return kvc::kernels::abi::guarded(error, error_capacity,
+                                    [&] { return kvc::kernels::abi::kv_only_insert(args, stream); });
 }
 
-KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error, size_t error_capacity) {
-  return kvc::kernels::abi::guarded(error, error_capacity, [&] { return kvc::kernels::abi::legacy_insert(args, stream); });
+KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,
+                                     size_t error_capacity) {
+  return kvc::kernels::abi::guarded(error, error_capacity,
+                                    [&] { return kvc::kernels::abi::legacy_insert(args, stream); });
 }
 
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {

@@ -29,10 +29,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
   constexpr int kThreadsPerRow = kWarpLanes / kV;
   constexpr int kRowsPerStep = kV * kRows;  // rows a warp handles per loop step
   const int lane = static_cast<int>(threadIdx.x) % kWarpLanes;
-  const int group = lane / kThreadsPerRow;            // which row of the kV rows side by side
-  const int vlane0 = (lane % kThreadsPerRow) * kV;    // first virtual lane of this thread
+  const int group = lane / kThreadsPerRow;          // which row of the kV rows side by side
+  const int vlane0 = (lane % kThreadsPerRow) * kV;  // first virtual lane of this thread
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarpsPerBlock;
-  std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpLanes;
+  std::int64_t warp =
+      static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpLanes;
   if (warp * kRowsPerStep >= rows.count) return;
 
   float w[kV][kLaneDims] = {};
@@ -53,7 +54,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
       in[r] = row < rows.count ? load_kv_slice<kV>(rows, row, vlane0) : dead_slice<kV>();
     }
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) insert_kv_slice<kFormat, false, kNorm, kV>(in[r], rows, cache, w, norm_eps, fp8_inv, vlane0);
+    for (int r = 0; r < kRows; ++r)
+      insert_kv_slice<kFormat, false, kNorm, kV>(in[r], rows, cache, w, norm_eps, fp8_inv, vlane0);
   }
 }
 
@@ -61,28 +63,35 @@ template <RecordFormat kFormat, bool kNorm, int kV, int kRows>
 void launch(const KvOnlyInsertParams& p, cudaStream_t stream) {
   const std::int64_t warps = ceil_div(p.rows.count, kV * kRows);
   const bool weight_aligned = reinterpret_cast<std::uintptr_t>(p.norm.weight) % kAlignment == 0;
-  kv_only_insert_kernel<kFormat, kNorm, kV, kRows><<<grid_x(ceil_div(warps, kWarpsPerBlock)), kThreadsPerBlock, 0, stream>>>(
-      to_device(p.rows), to_device(p.cache), p.norm.weight, weight_aligned, p.norm.eps);
+  kv_only_insert_kernel<kFormat, kNorm, kV, kRows>
+      <<<grid_x(ceil_div(warps, kWarpsPerBlock)), kThreadsPerBlock, 0, stream>>>(
+          to_device(p.rows), to_device(p.cache), p.norm.weight, weight_aligned, p.norm.eps);
 }
 
 template <RecordFormat kFormat, bool kNorm, int kV>
 void launch_rows(const KvOnlyInsertParams& p, cudaStream_t stream) {
   switch (p.rows_per_warp == 0 ? kDefaultRowsPerWarp : p.rows_per_warp) {
-    case 1: return launch<kFormat, kNorm, kV, 1>(p, stream);
-    default: return launch<kFormat, kNorm, kV, 2>(p, stream);
+    case 1:
+      return launch<kFormat, kNorm, kV, 1>(p, stream);
+    default:
+      return launch<kFormat, kNorm, kV, 2>(p, stream);
   }
 }
 
 template <RecordFormat kFormat, bool kNorm>
 void launch_lanes(const KvOnlyInsertParams& p, cudaStream_t stream) {
-  if ((p.lanes_per_row == 0 ? kDefaultLanesPerRow : p.lanes_per_row) == kWarpLanes) launch_rows<kFormat, kNorm, 1>(p, stream);
-  else launch_rows<kFormat, kNorm, 2>(p, stream);
+  if ((p.lanes_per_row == 0 ? kDefaultLanesPerRow : p.lanes_per_row) == kWarpLanes)
+    launch_rows<kFormat, kNorm, 1>(p, stream);
+  else
+    launch_rows<kFormat, kNorm, 2>(p, stream);
 }
 
 template <RecordFormat kFormat>
 void launch_format(const KvOnlyInsertParams& p, cudaStream_t stream) {
-  if (p.norm.weight != nullptr) launch_lanes<kFormat, true>(p, stream);
-  else launch_lanes<kFormat, false>(p, stream);
+  if (p.norm.weight != nullptr)
+    launch_lanes<kFormat, true>(p, stream);
+  else
+    launch_lanes<kFormat, false>(p, stream);
 }
 
 }  // namespace
@@ -91,10 +100,18 @@ cudaError_t kv_only_insert(const KvOnlyInsertParams& p, cudaStream_t stream) {
   if (p.rows.count <= 0) return cudaSuccess;
   if (p.rows.fp16) return cudaErrorInvalidValue;
   switch (p.cache.format) {
-    case RecordFormat::kPacked584: launch_format<RecordFormat::kPacked584>(p, stream); break;
-    case RecordFormat::kPacked528: launch_format<RecordFormat::kPacked528>(p, stream); break;
-    case RecordFormat::kFp8_512: launch_format<RecordFormat::kFp8_512>(p, stream); break;
-    case RecordFormat::kBf16_512: launch_format<RecordFormat::kBf16_512>(p, stream); break;
+    case RecordFormat::kPacked584:
+      launch_format<RecordFormat::kPacked584>(p, stream);
+      break;
+    case RecordFormat::kPacked528:
+      launch_format<RecordFormat::kPacked528>(p, stream);
+      break;
+    case RecordFormat::kFp8_512:
+      launch_format<RecordFormat::kFp8_512>(p, stream);
+      break;
+    case RecordFormat::kBf16_512:
+      launch_format<RecordFormat::kBf16_512>(p, stream);
+      break;
   }
   return cudaGetLastError();
 }

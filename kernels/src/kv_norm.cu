@@ -17,7 +17,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock)
     kv_norm_kernel(const std::uint16_t* kv, std::uint16_t* out, const std::uint16_t* weight, bool weight_aligned,
                    std::int64_t rows, float eps) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpLanes;
-  std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpLanes;
+  std::int64_t row =
+      static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + static_cast<int>(threadIdx.x) / kWarpLanes;
   if (row >= rows) return;
   float w[1][kLaneDims];
   load_norm_weight(weight, weight_aligned, lane, w[0]);
@@ -50,7 +51,8 @@ cudaError_t kv_norm(const KvNormParams& p, cudaStream_t stream) {
   if (aligned(p.kv) && aligned(p.out))
     kv_norm_kernel<true><<<blocks, kThreadsPerBlock, 0, stream>>>(p.kv, p.out, p.weight, weight_aligned, p.rows, p.eps);
   else
-    kv_norm_kernel<false><<<blocks, kThreadsPerBlock, 0, stream>>>(p.kv, p.out, p.weight, weight_aligned, p.rows, p.eps);
+    kv_norm_kernel<false>
+        <<<blocks, kThreadsPerBlock, 0, stream>>>(p.kv, p.out, p.weight, weight_aligned, p.rows, p.eps);
   return cudaGetLastError();
 }
 

@@ -47,8 +47,13 @@ inline CacheDev to_device(const CacheTarget& c) {
     shift = 0;
     while ((std::int64_t{1} << shift) < c.block_size) ++shift;
   }
-  return CacheDev{static_cast<std::uint8_t*>(c.base), c.block_size, shift, c.num_blocks * c.block_size,
-                  c.page_stride_bytes, c.token_stride_bytes, c.fp8_scale};
+  return CacheDev{static_cast<std::uint8_t*>(c.base),
+                  c.block_size,
+                  shift,
+                  c.num_blocks * c.block_size,
+                  c.page_stride_bytes,
+                  c.token_stride_bytes,
+                  c.fp8_scale};
 }
 
 // What one thread holds of one row: kV virtual lanes' bits, the slot and the position.

@@ -18,7 +18,11 @@ inline constexpr std::int64_t kMaxGridX = 0x7FFFFFFF;
 inline constexpr std::int64_t kMaxGridY = 65535;
 
 inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-inline unsigned grid_x(std::int64_t blocks) { return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxGridX)); }
-inline unsigned grid_y(std::int64_t blocks) { return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxGridY)); }
+inline unsigned grid_x(std::int64_t blocks) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxGridX));
+}
+inline unsigned grid_y(std::int64_t blocks) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxGridY));
+}
 
 }  // namespace kvc::kernels::detail

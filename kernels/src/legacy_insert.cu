@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(kThreadsPerBlock) legacy_large_batch_kernel(Le
   const int warp = static_cast<int>(threadIdx.x) / kWarpLanes;
   for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp; t < p.q.tokens;
        t += static_cast<std::int64_t>(gridDim.x) * kWarpsPerBlock)
-    for (std::int64_t item = blockIdx.y; item < p.items; item += gridDim.y) legacy_item<kFormat, kFp16>(p, t, item, lane);
+    for (std::int64_t item = blockIdx.y; item < p.items; item += gridDim.y)
+      legacy_item<kFormat, kFp16>(p, t, item, lane);
 }
 
 template <RecordFormat kFormat, bool kFp16>
@@ -126,8 +127,10 @@ void launch(const LegacyDev& d, LegacyGrid grid, cudaStream_t stream) {
 
 template <RecordFormat kFormat>
 void launch_dtype(const LegacyDev& d, bool fp16, LegacyGrid grid, cudaStream_t stream) {
-  if (fp16) launch<kFormat, true>(d, grid, stream);
-  else launch<kFormat, false>(d, grid, stream);
+  if (fp16)
+    launch<kFormat, true>(d, grid, stream);
+  else
+    launch<kFormat, false>(d, grid, stream);
 }
 
 }  // namespace
@@ -141,17 +144,33 @@ cudaError_t legacy_insert(const LegacyInsertParams& p, cudaStream_t stream) {
   LegacyDev d;
   d.rows = to_device(p.rows);
   d.cache = to_device(p.cache);
-  d.q = QDev{static_cast<const std::uint16_t*>(p.q), p.q_out, p.tokens, p.heads, p.out_heads,
-             p.q_scale_inv, p.eps, p.q_norm, p.q_rope, p.q_interleaved};
+  d.q = QDev{static_cast<const std::uint16_t*>(p.q),
+             p.q_out,
+             p.tokens,
+             p.heads,
+             p.out_heads,
+             p.q_scale_inv,
+             p.eps,
+             p.q_norm,
+             p.q_rope,
+             p.q_interleaved};
   d.items = 1 + q_items;
   LegacyGrid grid = p.grid;
   if (grid == LegacyGrid::kAuto) grid = p.tokens < kTokenCutoff ? LegacyGrid::kPerToken : LegacyGrid::kLargeBatch;
 
   switch (p.cache.format) {
-    case RecordFormat::kPacked584: launch_dtype<RecordFormat::kPacked584>(d, p.rows.fp16, grid, stream); break;
-    case RecordFormat::kPacked528: launch_dtype<RecordFormat::kPacked528>(d, p.rows.fp16, grid, stream); break;
-    case RecordFormat::kFp8_512: launch_dtype<RecordFormat::kFp8_512>(d, p.rows.fp16, grid, stream); break;
-    case RecordFormat::kBf16_512: launch<RecordFormat::kBf16_512, false>(d, grid, stream); break;
+    case RecordFormat::kPacked584:
+      launch_dtype<RecordFormat::kPacked584>(d, p.rows.fp16, grid, stream);
+      break;
+    case RecordFormat::kPacked528:
+      launch_dtype<RecordFormat::kPacked528>(d, p.rows.fp16, grid, stream);
+      break;
+    case RecordFormat::kFp8_512:
+      launch_dtype<RecordFormat::kFp8_512>(d, p.rows.fp16, grid, stream);
+      break;
+    case RecordFormat::kBf16_512:
+      launch<RecordFormat::kBf16_512, false>(d, grid, stream);
+      break;
   }
   return cudaGetLastError();
 }

@@ -70,9 +70,9 @@ __device__ __forceinline__ void load_norm_weight(const std::uint16_t* weight, bo
                                                  float (&w)[kLaneDims]) {
   const std::uint16_t* p = weight + vlane * kLaneDims;
   if (aligned) {
-    widen<false>(lane_bits_from_vectors(__ldg(reinterpret_cast<const uint4*>(p)),
-                                        __ldg(reinterpret_cast<const uint4*>(p) + 1)),
-                 w);
+    widen<false>(
+        lane_bits_from_vectors(__ldg(reinterpret_cast<const uint4*>(p)), __ldg(reinterpret_cast<const uint4*>(p) + 1)),
+        w);
   } else {
 #pragma unroll
     for (int i = 0; i < kLaneDims; ++i) w[i] = bf16_bits_to_float(__ldg(p + i));

@@ -17,7 +17,8 @@ inline constexpr int kPairsPerLane = kLaneDims / 2;
 __device__ __forceinline__ bool is_rope_lane(int vlane) { return vlane >= kFirstRopeLane; }
 
 // Rotates the 16 dims of RoPE lane `vlane` (28..31) at `position` (must be in the table).
-__device__ __forceinline__ void rope_lane(float (&x)[kLaneDims], const float* cos_sin, std::int64_t position, int vlane) {
+__device__ __forceinline__ void rope_lane(float (&x)[kLaneDims], const float* cos_sin, std::int64_t position,
+                                          int vlane) {
   const float* row = cos_sin + position * kRopeDim + (vlane - kFirstRopeLane) * kPairsPerLane;
   const float4* cos4 = reinterpret_cast<const float4*>(row);
   const float4* sin4 = reinterpret_cast<const float4*>(row + kRopePairs);

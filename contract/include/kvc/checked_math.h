@@ -28,12 +28,8 @@ inline CheckedI64 checked_mul(std::int64_t a, std::int64_t b) {
 
 // Overloads that propagate an earlier overflow, so a chain reads as one expression:
 // checked_add(checked_mul(a, b), c).
-inline CheckedI64 checked_add(CheckedI64 a, CheckedI64 b) {
-  return a && b ? checked_add(*a, *b) : std::nullopt;
-}
-inline CheckedI64 checked_mul(CheckedI64 a, CheckedI64 b) {
-  return a && b ? checked_mul(*a, *b) : std::nullopt;
-}
+inline CheckedI64 checked_add(CheckedI64 a, CheckedI64 b) { return a && b ? checked_add(*a, *b) : std::nullopt; }
+inline CheckedI64 checked_mul(CheckedI64 a, CheckedI64 b) { return a && b ? checked_mul(*a, *b) : std::nullopt; }
 
 // a * b + c in one call: the most common shape (offset + index * stride).
 inline CheckedI64 checked_mul_add(CheckedI64 a, CheckedI64 b, CheckedI64 c) {

@@ -16,9 +16,9 @@ namespace kvc {
 // the approximate-rsqrt allowance is stated on r. Case files record the version they were made under.
 inline constexpr int kContractVersion = 2;
 
-inline constexpr int kHeadDim = 512;   // bf16 per KV row / per Q head
-inline constexpr int kNopeDim = 448;   // dims [0, 448) are never rotated
-inline constexpr int kRopeDim = 64;    // dims [448, 512) are rotated (GPT-J pairs)
+inline constexpr int kHeadDim = 512;  // bf16 per KV row / per Q head
+inline constexpr int kNopeDim = 448;  // dims [0, 448) are never rotated
+inline constexpr int kRopeDim = 64;   // dims [448, 512) are rotated (GPT-J pairs)
 inline constexpr int kRopePairs = kRopeDim / 2;
 
 // Execution model that fixes the order of operations: one warp per row, lane L owns 16 dims.
@@ -26,8 +26,8 @@ inline constexpr int kWarpLanes = 32;
 inline constexpr int kDimsPerLane = kHeadDim / kWarpLanes;
 inline constexpr int kButterflyMasks[] = {16, 8, 4, 2, 1};
 
-inline constexpr float kFp8Max = 448.0f;      // e4m3fn largest finite
-inline constexpr float kAmaxFloor = 1e-4f;    // lower bound on a block's absmax
+inline constexpr float kFp8Max = 448.0f;    // e4m3fn largest finite
+inline constexpr float kAmaxFloor = 1e-4f;  // lower bound on a block's absmax
 inline constexpr int kUe8m0Bias = 127;
 inline constexpr std::uint8_t kUe8m0Nan = 0xFF;
 inline constexpr std::uint8_t kScalePadByte = 0x00;  // byte 7 of the V4 scale group
@@ -52,19 +52,25 @@ enum class RecordFormat : std::uint8_t {
   kFp8_512 = 2,    // full cache, one e4m3 byte per dim, per-tensor scale
   kBf16_512 = 3,   // full cache, bf16 per dim
 };
-inline constexpr std::array<RecordFormat, 4> kAllFormats = {
-    RecordFormat::kPacked584, RecordFormat::kPacked528, RecordFormat::kFp8_512,
-    RecordFormat::kBf16_512};
+inline constexpr std::array<RecordFormat, 4> kAllFormats = {RecordFormat::kPacked584, RecordFormat::kPacked528,
+                                                            RecordFormat::kFp8_512, RecordFormat::kBf16_512};
 
 // Element types that tensors of the contract may have.
 enum class DType : std::uint8_t { kBF16 = 0, kF16 = 1, kF32 = 2, kI64 = 3, kU8 = 4, kE4M3 = 5, kI32 = 6 };
 
 constexpr int dtype_size(DType t) {
   switch (t) {
-    case DType::kBF16: case DType::kF16: return 2;
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: case DType::kE4M3: return 1;
+    case DType::kBF16:
+    case DType::kF16:
+      return 2;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+    case DType::kU8:
+    case DType::kE4M3:
+      return 1;
   }
   return 0;
 }
@@ -73,15 +79,15 @@ constexpr int dtype_size(DType t) {
 struct RecordLayout {
   RecordFormat format;
   std::string_view name;
-  DType cache_dtype;          // dtype of the cache tensor
-  bool kv_mxfp8;              // the op's flag that selects this format for a uint8 cache
-  bool paged_regions;         // packed: all tokens' data, then all tokens' scales, per page
-  int record_width;           // size(2) of the cache tensor, in elements of cache_dtype
-  int data_bytes;             // per token: fp8 codes (+ bf16 RoPE for V4), or the full row
-  int scale_bytes;            // per token: UE8M0 bytes incl. pad (0 for full caches)
-  int quant_block_dims;       // dims per UE8M0 scale (0: no block scales)
-  int scale_blocks;           // real scales per token
-  int fp8_dims;               // dims stored as e4m3 codes ([0, fp8_dims))
+  DType cache_dtype;     // dtype of the cache tensor
+  bool kv_mxfp8;         // the op's flag that selects this format for a uint8 cache
+  bool paged_regions;    // packed: all tokens' data, then all tokens' scales, per page
+  int record_width;      // size(2) of the cache tensor, in elements of cache_dtype
+  int data_bytes;        // per token: fp8 codes (+ bf16 RoPE for V4), or the full row
+  int scale_bytes;       // per token: UE8M0 bytes incl. pad (0 for full caches)
+  int quant_block_dims;  // dims per UE8M0 scale (0: no block scales)
+  int scale_blocks;      // real scales per token
+  int fp8_dims;          // dims stored as e4m3 codes ([0, fp8_dims))
   int record_bytes() const { return data_bytes + scale_bytes; }
   // Bytes of one page that the format defines; the rest of a padded page is never written.
   std::int64_t dense_page_bytes(std::int64_t block_size) const {
@@ -97,9 +103,7 @@ inline constexpr std::array<RecordLayout, 4> kRecordLayouts = {{
 }};
 static_assert(kRecordLayouts.size() == kAllFormats.size(), "one layout per format");
 
-constexpr const RecordLayout& layout_of(RecordFormat f) {
-  return kRecordLayouts[static_cast<std::size_t>(f)];
-}
+constexpr const RecordLayout& layout_of(RecordFormat f) { return kRecordLayouts[static_cast<std::size_t>(f)]; }
 constexpr bool is_packed(RecordFormat f) { return layout_of(f).paged_regions; }
 
 }  // namespace kvc

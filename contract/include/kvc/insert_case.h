@@ -80,7 +80,8 @@ struct TensorMeta {
 inline std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64_t>& sizes) {
   std::vector<std::int64_t> strides(sizes.size(), 1);
   for (int d = static_cast<int>(sizes.size()) - 2; d >= 0; --d)
-    strides[static_cast<std::size_t>(d)] = strides[static_cast<std::size_t>(d) + 1] * sizes[static_cast<std::size_t>(d) + 1];
+    strides[static_cast<std::size_t>(d)] =
+        strides[static_cast<std::size_t>(d) + 1] * sizes[static_cast<std::size_t>(d) + 1];
   return strides;
 }
 
@@ -138,7 +139,9 @@ struct CacheGeometry {
   std::int64_t element_bytes() const { return dtype_size(dtype); }
   CheckedI64 checked_page_stride_bytes() const { return checked_mul(stride0, element_bytes()); }
   CheckedI64 checked_token_stride_bytes() const { return checked_mul(stride1, element_bytes()); }
-  CheckedI64 checked_backing_bytes() const { return checked_mul_add(num_blocks, checked_page_stride_bytes(), offset_bytes); }
+  CheckedI64 checked_backing_bytes() const {
+    return checked_mul_add(num_blocks, checked_page_stride_bytes(), offset_bytes);
+  }
   // Plain forms for validated geometry (validate.h rejects one whose extents overflow); they
   // saturate at INT64_MAX rather than overflow if called on anything else.
   std::int64_t page_stride_bytes() const { return checked_page_stride_bytes().value_or(INT64_MAX); }
@@ -189,10 +192,14 @@ struct InsertCase {
 // The format a cache dtype and the kv_mxfp8 flag select; nothing for a dtype no format uses.
 inline std::optional<RecordFormat> format_of(DType cache_dtype, bool kv_mxfp8) {
   switch (cache_dtype) {
-    case DType::kU8: return kv_mxfp8 ? RecordFormat::kPacked528 : RecordFormat::kPacked584;
-    case DType::kE4M3: return RecordFormat::kFp8_512;
-    case DType::kBF16: return RecordFormat::kBf16_512;
-    default: return std::nullopt;
+    case DType::kU8:
+      return kv_mxfp8 ? RecordFormat::kPacked528 : RecordFormat::kPacked584;
+    case DType::kE4M3:
+      return RecordFormat::kFp8_512;
+    case DType::kBF16:
+      return RecordFormat::kBf16_512;
+    default:
+      return std::nullopt;
   }
 }
 inline std::optional<RecordFormat> format_of(const InsertCase& c) { return format_of(c.cache.dtype, c.kv_mxfp8); }

@@ -14,6 +14,8 @@
 
 namespace kvc {
 
+// One row per code reads as a table: keep the formatter out.
+// clang-format off
 //        name                          number  message
 #define KVC_ERROR_CODES(X)                                                                              \
   X(kOk,                               0,   "ok")                                                          \
@@ -57,6 +59,7 @@ namespace kvc {
   X(kBackingTooSmall,                  301, "the cache backing buffer does not cover the cache view")      \
   X(kOutputTooSmall,                   302, "the q output buffer does not match q_out")               \
   X(kInputTooSmall,                    303, "a tensor's bytes do not cover its shape and strides")
+// clang-format on
 
 enum class ErrorCode : std::uint16_t {
 #define KVC_X(name, number, message) name = number,

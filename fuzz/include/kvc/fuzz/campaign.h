@@ -21,8 +21,8 @@ namespace kvc::fuzz {
 
 struct RunConfig {
   std::uint64_t seed = 1;
-  int cases = 100;      // successful cases needed to pass
-  int max_size = 100;   // RapidCheck size; token counts grow with it
+  int cases = 100;     // successful cases needed to pass
+  int max_size = 100;  // RapidCheck size; token counts grow with it
   bool shrink = true;
 };
 
@@ -30,9 +30,9 @@ struct PropertyOutcome {
   std::string property;
   std::uint64_t seed = 0;
   bool passed = false;
-  int cases = 0;                    // successful cases before the verdict
+  int cases = 0;  // successful cases before the verdict
   double seconds = 0.0;
-  std::string message;              // failure description
+  std::string message;                   // failure description
   std::optional<FailureRecord> failure;  // the shrunk counterexample
   Coverage coverage;
   std::vector<std::string> missing_classes;  // required but never generated (only when passed)
@@ -66,7 +66,7 @@ struct CampaignSummary {
   std::vector<std::string> coverage_gaps;  // "property: class" never generated
   Coverage coverage;                       // over all properties
   std::map<std::string, Coverage> coverage_by_property;
-  double first_failure_seconds = -1.0;     // wall time to the first failure, shrinking included
+  double first_failure_seconds = -1.0;  // wall time to the first failure, shrinking included
   nlohmann::json to_json() const;
 };
 

@@ -18,8 +18,17 @@ namespace kvc::fuzz {
 
 // Values the generators inject into live kv rows. Stable names: coverage reports use them.
 enum class EdgeClass : std::uint8_t {
-  kNaN, kPosInf, kNegInf, kPosZero, kNegZero, kSubnormal,
-  kZeroBlock, kOutlierBlock, kAmaxPow2, kAmaxAboveUlp, kAmaxBelowUlp,
+  kNaN,
+  kPosInf,
+  kNegInf,
+  kPosZero,
+  kNegZero,
+  kSubnormal,
+  kZeroBlock,
+  kOutlierBlock,
+  kAmaxPow2,
+  kAmaxAboveUlp,
+  kAmaxBelowUlp,
 };
 inline constexpr int kEdgeClassCount = 11;
 const char* edge_class_name(EdgeClass c);
@@ -48,7 +57,7 @@ struct CaseRecipe {
   bool base10000_table = false;
   int fp8_scale_choice = 0;
   bool fused_kv_norm = false;
-  bool fp16 = false;  // legacy op, formats other than bf16_512: kv and q in float16
+  bool fp16 = false;       // legacy op, formats other than bf16_512: kv and q in float16
   std::uint64_t seed = 0;  // values, slots, positions, table
   std::vector<Injection> injections;
   // legacy

@@ -18,8 +18,8 @@
 namespace kvc::fuzz {
 
 struct GenConfig {
-  bool allow_legacy = true;   // false: KV-only problems only
-  bool packed_only = false;   // only packed584 / packed528
+  bool allow_legacy = true;  // false: KV-only problems only
+  bool packed_only = false;  // only packed584 / packed528
   std::int64_t max_tokens = 4096;
   // Invalid problems: draw a rule of testkit::rule_breakers() uniformly (its index becomes the
   // input's aux), then a valid case of an op and format the rule applies to.

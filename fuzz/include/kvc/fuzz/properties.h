@@ -34,7 +34,8 @@ struct FailureRecord {
 // the planted-defect test substitutes a defective one to show the property can fail.
 struct CodecUnderTest {
   std::function<oracle::ByteLocation(const oracle::PagedCacheView&, std::int64_t)> locate;
-  std::function<oracle::DecodedRecord(const std::vector<std::uint8_t>&, const oracle::PagedCacheView&, std::int64_t)> decode;
+  std::function<oracle::DecodedRecord(const std::vector<std::uint8_t>&, const oracle::PagedCacheView&, std::int64_t)>
+      decode;
 };
 
 struct PropertyContext {

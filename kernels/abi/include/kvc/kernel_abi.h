@@ -36,10 +36,10 @@ extern "C" {
 
 #define KVC_KERNEL_ABI_VERSION_MAJOR 1
 #define KVC_KERNEL_ABI_VERSION_MINOR 0
-#define KVC_KERNEL_ABI_VERSION (KVC_KERNEL_ABI_VERSION_MAJOR * 1000 + KVC_KERNEL_ABI_VERSION_MINOR)
+#define KVC_KERNEL_ABI_VERSION       (KVC_KERNEL_ABI_VERSION_MAJOR * 1000 + KVC_KERNEL_ABI_VERSION_MINOR)
 
 /* DLPack 1.1 type codes that older dlpack.h headers (Debian 12 ships 0.6) do not name. */
-#define KVC_DL_BOOL 6u
+#define KVC_DL_BOOL          6u
 #define KVC_DL_FLOAT8_E4M3FN 10u
 
 /* Symbol visibility for shared-object implementations. */
@@ -51,9 +51,9 @@ extern "C" {
 
 /* Status codes outside the validation table: a CUDA launch or runtime error, and an op the
  * library does not implement. Validation codes (1xx, 2xx) are kvconform's ErrorCode numbers. */
-#define KVC_STATUS_OK 0
-#define KVC_STATUS_CUDA_ERROR 401
-#define KVC_STATUS_UNSUPPORTED 402
+#define KVC_STATUS_OK           0
+#define KVC_STATUS_CUDA_ERROR   401
+#define KVC_STATUS_UNSUPPORTED  402
 #define KVC_STATUS_BAD_ARGUMENT 403 /* NULL args, struct_size too small, non-CUDA tensor */
 
 typedef enum kvc_op {
@@ -117,10 +117,10 @@ typedef struct kvc_kv_only_insert_args {
  * bf16_512: Q is rotated in place; q_out must describe the same memory as q. */
 typedef struct kvc_legacy_insert_args {
   uint32_t struct_size;
-  const DLTensor* q;             /* [N, H, 512] bf16 or fp16 */
+  const DLTensor* q; /* [N, H, 512] bf16 or fp16 */
   const DLTensor* q_out;
-  const DLTensor* q_scale_inv;   /* fp8_512 only, else NULL */
-  const DLTensor* kv;            /* [N, 512], q's dtype */
+  const DLTensor* q_scale_inv; /* fp8_512 only, else NULL */
+  const DLTensor* kv;          /* [N, 512], q's dtype */
   const DLTensor* kv_cache;
   const DLTensor* slot_mapping;
   const DLTensor* position_ids;
@@ -145,8 +145,10 @@ typedef struct kvc_kv_norm_args {
   float eps;
 } kvc_kv_norm_args;
 
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error, size_t error_capacity);
-KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error, size_t error_capacity);
+KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,
+                                      size_t error_capacity);
+KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,
+                                     size_t error_capacity);
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity);
 
 /* The table a dlopen'ed library is read through: the suite looks these symbols up by name. */

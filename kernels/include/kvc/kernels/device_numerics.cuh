@@ -45,19 +45,16 @@ __device__ __forceinline__ std::uint16_t bf16_bits_by_formula(float x) {
 // Two at once (cvt.rn.bf16x2.f32): `lo` in the low half. Same rounding per element.
 __device__ __forceinline__ std::uint32_t bf16x2_bits_from_float(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return static_cast<std::uint32_t>(__bfloat16_as_ushort(v.x)) | (static_cast<std::uint32_t>(__bfloat16_as_ushort(v.y)) << 16);
+  return static_cast<std::uint32_t>(__bfloat16_as_ushort(v.x)) |
+         (static_cast<std::uint32_t>(__bfloat16_as_ushort(v.y)) << 16);
 }
 
 // Exact widening of binary16 bits to fp32 (the hardware conversion is exact for every input).
-__device__ __forceinline__ float fp16_bits_to_float(std::uint16_t h) {
-  return __half2float(__ushort_as_half(h));
-}
+__device__ __forceinline__ float fp16_bits_to_float(std::uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
 // binary16 round to nearest even with subnormals, overflow to +-Inf; every NaN becomes 0x7FFF
 // like bf16 (the hardware conversion's canonical NaN; swept over all 2^32 inputs on the H200).
-__device__ __forceinline__ std::uint16_t fp16_bits_from_float(float x) {
-  return __half_as_ushort(__float2half_rn(x));
-}
+__device__ __forceinline__ std::uint16_t fp16_bits_from_float(float x) { return __half_as_ushort(__float2half_rn(x)); }
 
 // Two at once (cvt.rn.f16x2.f32): `lo` in the low half.
 __device__ __forceinline__ std::uint32_t fp16x2_bits_from_float(float lo, float hi) {
@@ -68,9 +65,7 @@ __device__ __forceinline__ std::uint32_t fp16x2_bits_from_float(float lo, float 
 // ---- e4m3fn -----------------------------------------------------------------------------
 
 // The contract's clamp: fmaxf returns its non-NaN operand, so NaN lands on -448 (code 0xFE).
-__device__ __forceinline__ float fp8_clamp(float v) {
-  return fminf(fmaxf(v, -kFp8Max), kFp8Max);
-}
+__device__ __forceinline__ float fp8_clamp(float v) { return fminf(fmaxf(v, -kFp8Max), kFp8Max); }
 
 // e4m3(clamp(v)): the clamp, then the hardware satfinite round-to-nearest-even conversion.
 __device__ __forceinline__ std::uint8_t e4m3_from_float_clamped(float v) {
@@ -84,8 +79,8 @@ __device__ __forceinline__ std::uint8_t e4m3_from_float_clamped(float v) {
 // for all 2^32 inputs (swept on the H200). The fmaxf is the part that carries the contract: it
 // turns NaN into -448 (code 0xFE) where satfinite alone would give the NaN code 0x7F.
 __device__ __forceinline__ std::uint16_t e4m3x2_from_float_clamped(float lo, float hi) {
-  return static_cast<std::uint16_t>(__nv_cvt_float2_to_fp8x2(make_float2(fmaxf(lo, -kFp8Max), fmaxf(hi, -kFp8Max)),
-                                                             __NV_SATFINITE, __NV_E4M3));
+  return static_cast<std::uint16_t>(
+      __nv_cvt_float2_to_fp8x2(make_float2(fmaxf(lo, -kFp8Max), fmaxf(hi, -kFp8Max)), __NV_SATFINITE, __NV_E4M3));
 }
 
 // ---- UE8M0 block scales -----------------------------------------------------------------

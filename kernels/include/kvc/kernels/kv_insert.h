@@ -28,9 +28,9 @@ struct CacheTarget {
 
 // The KV rows: rows t < count are inserted; rows past count are never read.
 struct KvRows {
-  const void* kv = nullptr;  // [>= count, 512] 16-bit, 16-byte aligned
-  bool fp16 = false;         // legacy op's fp16 path: every 16-bit rounding is binary16
-  std::int64_t count = 0;    // M = slot_mapping.size(0)
+  const void* kv = nullptr;                 // [>= count, 512] 16-bit, 16-byte aligned
+  bool fp16 = false;                        // legacy op's fp16 path: every 16-bit rounding is binary16
+  std::int64_t count = 0;                   // M = slot_mapping.size(0)
   const std::int64_t* slots = nullptr;      // [count]
   const std::int64_t* positions = nullptr;  // [>= count]
   const float* cos_sin = nullptr;           // [max_pos, 64], 16-byte aligned

@@ -27,17 +27,17 @@ enum class LegacyGrid : std::uint8_t {
 struct LegacyInsertParams {
   KvRows rows;  // rows.count = M <= tokens; rows.fp16 also selects binary16 for q
   CacheTarget cache;
-  const void* q = nullptr;  // [tokens, heads, 512] 16-bit, 16-byte aligned
-  void* q_out = nullptr;    // packed: [tokens, out_heads, 512] 16-bit; fp8_512: [tokens, heads, 512]
-                            // e4m3; bf16_512: [tokens, heads, 512] bf16, may equal q
-  std::int64_t tokens = 0;  // N
-  std::int64_t heads = 0;   // H
-  std::int64_t out_heads = 0;  // packed: Hp (0 = no Q output); full caches: H
+  const void* q = nullptr;             // [tokens, heads, 512] 16-bit, 16-byte aligned
+  void* q_out = nullptr;               // packed: [tokens, out_heads, 512] 16-bit; fp8_512: [tokens, heads, 512]
+                                       // e4m3; bf16_512: [tokens, heads, 512] bf16, may equal q
+  std::int64_t tokens = 0;             // N
+  std::int64_t heads = 0;              // H
+  std::int64_t out_heads = 0;          // packed: Hp (0 = no Q output); full caches: H
   const float* q_scale_inv = nullptr;  // fp8_512: one fp32 on the device
   float eps = 1e-6f;
   bool q_norm = true;
-  bool q_rope = true;         // packed caches; the full-cache paths always rotate
-  bool q_interleaved = false; // packed caches: q and q_out in the chunk-interleaved order
+  bool q_rope = true;          // packed caches; the full-cache paths always rotate
+  bool q_interleaved = false;  // packed caches: q and q_out in the chunk-interleaved order
   LegacyGrid grid = LegacyGrid::kAuto;
 };
 

@@ -24,7 +24,7 @@ namespace kvc::cases {
 
 inline constexpr int kUpstreamRounds = 3;
 inline constexpr std::int64_t kUpstreamPositionBase = 7;
-inline constexpr std::int64_t kUpstreamSkipEvery = 5;   // slots[::5] = -1
+inline constexpr std::int64_t kUpstreamSkipEvery = 5;  // slots[::5] = -1
 inline constexpr std::int64_t kUpstreamQueryHeads = 8;
 inline constexpr float kUpstreamFp8Scale = 0.7f;
 inline constexpr float kUpstreamEps = 1e-20f;
@@ -41,7 +41,7 @@ enum class KvValues : std::uint8_t {
 
 struct ConformanceSpec {
   RecordFormat format;
-  std::int64_t tokens;            // slots inserted (M)
+  std::int64_t tokens;  // slots inserted (M)
   std::int64_t block_size = 256;
   std::int64_t dp_padding_rows = 3;  // kv rows beyond the slots, never read
   bool padded_pages = true;          // the upstream page stride, so every page has padding

@@ -24,9 +24,9 @@
 namespace kvc::testkit {
 
 enum class NormRowKind : std::uint8_t {
-  kQHead,          // q output of (token, head)
-  kKvNormRecord,   // cache record of a token whose row went through the fused kv_norm
-  kKvNormOutput,   // output row `token` of the standalone kv_norm
+  kQHead,         // q output of (token, head)
+  kKvNormRecord,  // cache record of a token whose row went through the fused kv_norm
+  kKvNormOutput,  // output row `token` of the standalone kv_norm
 };
 
 struct NormRow {
@@ -60,11 +60,11 @@ struct RowOffset {
 struct ApproxRsqrtResult {
   RsqrtMode mode = RsqrtMode::kCorrectlyRounded;
   bool accepted = false;
-  std::int64_t norm_rows = 0;      // rows the mode applied to (0 under kCorrectlyRounded)
-  std::vector<RowOffset> moved;    // rows reproduced only with r' != r, in row order
-  std::vector<NormRow> rejected;   // rows that no r' in the window reproduces
-  bool other_bytes_equal = true;   // every byte outside the norm rows equals the oracle's
-  std::string report;              // mode, offsets used, rejected rows, remaining byte diff
+  std::int64_t norm_rows = 0;     // rows the mode applied to (0 under kCorrectlyRounded)
+  std::vector<RowOffset> moved;   // rows reproduced only with r' != r, in row order
+  std::vector<NormRow> rejected;  // rows that no r' in the window reproduces
+  bool other_bytes_equal = true;  // every byte outside the norm rows equals the oracle's
+  std::string report;             // mode, offsets used, rejected rows, remaining byte diff
 };
 
 // Compares a backend's outputs with the oracle's (`expected`, computed with the correctly rounded

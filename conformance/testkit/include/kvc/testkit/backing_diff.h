@@ -29,8 +29,8 @@ struct DiffReport {
   std::int64_t compared_bytes = 0;
   std::int64_t mismatch_count = 0;
   bool size_mismatch = false;
-  std::vector<ByteMismatch> first;  // up to kShown, ascending offset
-  std::vector<ByteMismatch> last;   // up to kShown, the last ones (no overlap with `first`)
+  std::vector<ByteMismatch> first;                     // up to kShown, ascending offset
+  std::vector<ByteMismatch> last;                      // up to kShown, the last ones (no overlap with `first`)
   std::map<std::string, std::int64_t> count_by_class;  // "fp8 code", "scale pad", "foreign slot", ...
   static constexpr std::size_t kShown = 5;
 
@@ -63,8 +63,7 @@ std::set<std::int64_t> addressed_slots(const InsertCase& c);
 // diff_backings + format_report with the view, addressed slots and fp8 scale taken from the case.
 DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_t>& expected,
                               const std::vector<std::uint8_t>& actual);
-std::string format_case_report(const InsertCase& c, const DiffReport& report,
-                               const std::vector<std::uint8_t>& expected,
+std::string format_case_report(const InsertCase& c, const DiffReport& report, const std::vector<std::uint8_t>& expected,
                                const std::vector<std::uint8_t>& actual, ReportContext context);
 
 }  // namespace kvc::testkit

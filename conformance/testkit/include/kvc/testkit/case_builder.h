@@ -30,10 +30,10 @@ CacheGeometry make_geometry(const CacheShape& shape);
 std::int64_t upstream_page_padding_bytes(RecordFormat f, std::int64_t block_size);
 
 struct KvInputs {
-  std::vector<std::uint16_t> kv;     // N x 512 bf16 (or f16 for the legacy f16 path)
-  std::vector<std::int64_t> slots;   // M <= N
+  std::vector<std::uint16_t> kv;        // N x 512 bf16 (or f16 for the legacy f16 path)
+  std::vector<std::int64_t> slots;      // M <= N
   std::vector<std::int64_t> positions;  // N
-  std::vector<float> cos_sin;        // max_pos x 64
+  std::vector<float> cos_sin;           // max_pos x 64
   float fp8_scale = 1.0f;
   DType kv_dtype = DType::kBF16;
 };
@@ -41,14 +41,14 @@ struct KvInputs {
 InsertCase make_kv_only_case(const CacheShape& shape, const KvInputs& inputs);
 
 struct QuerySpec {
-  std::int64_t heads = 0;          // H
-  std::int64_t padded_heads = 8;   // Hp (packed formats; 0 = KV-only through the legacy op)
-  std::vector<std::uint16_t> q;    // N x H x 512; empty = zeros (the dummy query)
+  std::int64_t heads = 0;         // H
+  std::int64_t padded_heads = 8;  // Hp (packed formats; 0 = KV-only through the legacy op)
+  std::vector<std::uint16_t> q;   // N x H x 512; empty = zeros (the dummy query)
   float eps = 1e-20f;
   bool apply_q_norm = true;
   bool apply_q_rope = true;
   bool q_interleaved = false;
-  float q_scale_inv = 1.0f;        // fp8_512
+  float q_scale_inv = 1.0f;  // fp8_512
 };
 
 // The legacy case that inserts exactly the KV rows of `kv_only`.
@@ -62,7 +62,7 @@ class Rng {
   std::uint64_t bits() { return engine_(); }
   double uniform01() { return static_cast<double>(bits() >> 11) * 0x1p-53; }
   std::int64_t uniform(std::int64_t lo, std::int64_t hi);  // inclusive
-  float normal();                                           // Box-Muller
+  float normal();                                          // Box-Muller
   std::uint16_t bf16_normal();
   std::vector<std::int64_t> distinct(std::int64_t capacity, std::int64_t count);  // random subset, random order
 

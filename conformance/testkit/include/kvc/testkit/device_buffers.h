@@ -38,11 +38,11 @@ void check_cuda(int cuda_error, const std::string& what);
 
 // Damage found in one region of one buffer: how many bytes differ, and the first of them.
 struct BufferDamage {
-  std::string buffer;          // "kv", "cache backing", "q_out", ...
-  std::string region;          // "guard before", "guard after", "input payload", "payload of a rejected call"
-  std::int64_t offset = 0;     // first damaged byte, from the payload start (negative: before it)
-  std::int64_t bytes = 0;      // damaged bytes in the region
-  std::uint8_t expected = 0;   // at `offset`
+  std::string buffer;         // "kv", "cache backing", "q_out", ...
+  std::string region;         // "guard before", "guard after", "input payload", "payload of a rejected call"
+  std::int64_t offset = 0;    // first damaged byte, from the payload start (negative: before it)
+  std::int64_t bytes = 0;     // damaged bytes in the region
+  std::uint8_t expected = 0;  // at `offset`
   std::uint8_t actual = 0;
   // "kv: guard after: 12 bytes differ, first at payload offset +262144 (expected 0x3b, got 0xa5)"
   std::string to_string() const;
@@ -52,7 +52,8 @@ class GuardedDeviceBuffer {
  public:
   // Allocates guard + payload + guard (the guard rounded up to the alignment) and uploads both
   // guards and `payload`. Throws DeviceError.
-  GuardedDeviceBuffer(std::string name, const std::vector<std::uint8_t>& payload, std::int64_t guard_bytes = kDeviceGuardBytes);
+  GuardedDeviceBuffer(std::string name, const std::vector<std::uint8_t>& payload,
+                      std::int64_t guard_bytes = kDeviceGuardBytes);
   ~GuardedDeviceBuffer();
   GuardedDeviceBuffer(GuardedDeviceBuffer&& other) noexcept;
   GuardedDeviceBuffer& operator=(GuardedDeviceBuffer&&) = delete;

@@ -22,8 +22,7 @@ struct SweepResult {
 
 // Calls matches(u) for every u in [begin, end] (inclusive, so the full 2^32 range is expressible).
 // `matches` must be thread-safe; it returns true when the input passes.
-SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end,
-                      const std::function<bool(std::uint32_t)>& matches);
+SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end, const std::function<bool(std::uint32_t)>& matches);
 
 // One line for the test log: "<what>: N inputs, M mismatches, T s".
 std::string describe(const std::string& what, const SweepResult& r);
