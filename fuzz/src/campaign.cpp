@@ -98,14 +98,18 @@ nlohmann::json failure_to_json(const PropertyOutcome& o, oracle::OracleMutation 
 }
 
 std::optional<std::string> replay_case_file(const nlohmann::json& file, oracle::OracleMutation* mutation_out) {
-  const std::string name = file.at("property").get<std::string>();
-  const PropertySpec* property = find_property(name);
-  if (!property) throw std::runtime_error("unknown property '" + name + "'");
   oracle::OracleOptions options;
   if (!oracle::mutation_from_name(file.value("mutation", std::string("none")), &options.mutation))
     throw std::runtime_error("unknown mutation in case file");
   if (mutation_out) *mutation_out = options.mutation;
   testkit::OracleBackend sut(options);
+  return replay_case_file(file, sut);
+}
+
+std::optional<std::string> replay_case_file(const nlohmann::json& file, testkit::Backend& sut) {
+  const std::string name = file.at("property").get<std::string>();
+  const PropertySpec* property = find_property(name);
+  if (!property) throw std::runtime_error("unknown property '" + name + "'");
   Coverage coverage;
   std::optional<FailureRecord> failure;
   PropertyContext ctx{sut, coverage, &failure};
@@ -135,6 +139,14 @@ nlohmann::json CampaignSummary::to_json() const {
 }
 
 CampaignSummary run_campaign(const CampaignConfig& config, const std::function<void(const std::string&)>& progress) {
+  oracle::OracleOptions options;
+  options.mutation = config.mutation;
+  testkit::OracleBackend sut(options);
+  return run_campaign(config, sut, progress);
+}
+
+CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut,
+                             const std::function<void(const std::string&)>& progress) {
   std::vector<const PropertySpec*> properties;
   for (const PropertySpec& p : all_properties())
     if (config.properties.empty() ||
@@ -142,9 +154,6 @@ CampaignSummary run_campaign(const CampaignConfig& config, const std::function<v
       properties.push_back(&p);
   if (properties.empty()) throw std::runtime_error("no property matches the selection");
 
-  oracle::OracleOptions options;
-  options.mutation = config.mutation;
-  testkit::OracleBackend sut(options);
   CampaignSummary summary;
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t seed = config.first_seed;

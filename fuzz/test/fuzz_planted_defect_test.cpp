@@ -7,11 +7,13 @@
 // differs from the oracle, which is what they are for.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <memory>
 #include <set>
 
 #include "kvc/fuzz/campaign.h"
 #include "kvc/testkit/backing_diff.h"
+#include "kvc/testkit/case_file.h"
 #include "kvc/testkit/small_cases.h"
 
 namespace kvc::fuzz {
@@ -245,6 +247,31 @@ TEST(PlantedDefect, DecoderTotalCatchesALocateOffByOnePage) {
 
 // The names of the properties that have a planted-defect test in this file. Adding a property
 // without one fails here.
+// Campaigns and replays take any backend: a campaign against a backend that flips one scale byte
+// finds it, writes a case file, and that file fails again when replayed against the same backend
+// and passes against the oracle.
+TEST(PlantedDefect, CampaignAndReplayRunAgainstAnyBackend) {
+  DefectiveBackend sut([](const InsertCase& c, InsertOutputs& out) {
+    std::int64_t slot;
+    if (!live_slot(c, &slot)) return;
+    out.cache[static_cast<std::size_t>(oracle::token_data_offset(testkit::view_of(c), slot))] ^= 0x80;
+  });
+  CampaignConfig config;
+  config.seconds = 60;
+  config.max_runs = 1;
+  config.properties = {"differential"};
+  config.stop_on_failure = true;
+  config.corpus_dir = ::testing::TempDir() + "kvc-any-backend-corpus";
+  const CampaignSummary s =
+      run_campaign(config, sut, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  ASSERT_EQ(s.failure_files.size(), 1u) << "the campaign against " << sut.name() << " found nothing";
+  const auto file = testkit::read_json_file(s.failure_files[0]);
+  EXPECT_TRUE(replay_case_file(file, sut).has_value()) << "replay against the defective backend passed";
+  testkit::OracleBackend oracle;
+  EXPECT_FALSE(replay_case_file(file, oracle).has_value()) << "replay against the oracle failed";
+  std::filesystem::remove_all(config.corpus_dir);
+}
+
 TEST(PlantedDefect, EveryPropertyHasOne) {
   const std::set<std::string> covered = {"differential",
                                          "slot-minus-one-is-noop",

@@ -42,7 +42,11 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
 
 // Case file for a failure: property, seed, mutation, contract version, aux, case, message.
 nlohmann::json failure_to_json(const PropertyOutcome& outcome, oracle::OracleMutation mutation);
-// Runs the property on the stored input once. Returns the failure message, or nothing on pass.
+// Runs the property on the stored input once against `sut`. Returns the failure message, or
+// nothing on pass.
+std::optional<std::string> replay_case_file(const nlohmann::json& file, testkit::Backend& sut);
+// The same against the oracle, with the mutation the file records (how a campaign's failure
+// against a mutant replays).
 std::optional<std::string> replay_case_file(const nlohmann::json& file, oracle::OracleMutation* mutation_out = nullptr);
 
 struct CampaignConfig {
@@ -70,7 +74,12 @@ struct CampaignSummary {
   nlohmann::json to_json() const;
 };
 
-// `progress` receives one line per run.
+// `progress` receives one line per run. The backend under test is `sut` (the oracle, a device
+// backend over any kernel library, a planted-defect backend); config.mutation is recorded in the
+// case files and is what the oracle overload below applies.
+CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut,
+                             const std::function<void(const std::string&)>& progress);
+// The same with the oracle (carrying config.mutation) as the backend under test.
 CampaignSummary run_campaign(const CampaignConfig& config, const std::function<void(const std::string&)>& progress);
 
 }  // namespace kvc::fuzz
