@@ -84,9 +84,11 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
       }
       backing[static_cast<std::size_t>(scales + k)] = s.byte;
     }
-    for (int d = l.fp8_dims; d < kHeadDim; ++d) put16(backing, data + dim_offset_in_data(view.format, d), narrow16(y[d], dt));
+    for (int d = l.fp8_dims; d < kHeadDim; ++d)
+      put16(backing, data + dim_offset_in_data(view.format, d), narrow16(y[d], dt));
     if (l.scale_bytes > l.scale_blocks)
-      backing[static_cast<std::size_t>(scales + l.scale_blocks)] = o.mutation == OracleMutation::kScalePadOne ? 0x01 : kScalePadByte;
+      backing[static_cast<std::size_t>(scales + l.scale_blocks)] =
+          o.mutation == OracleMutation::kScalePadOne ? 0x01 : kScalePadByte;
     return;
   }
   if (view.format == RecordFormat::kFp8_512) {
@@ -104,9 +106,10 @@ void insert_kv_rows(const InsertCase& c, std::vector<std::uint8_t>& backing, con
   const PagedCacheView view = PagedCacheView::of(c.cache, *format_of(c), c.kv.meta.dtype);
   // Parallel only when no two rows can write the same byte; else row order, last writer wins.
   const bool parallel = c.num_inserted() >= 2 * kMinRowsPerThread && kv_rows_write_disjoint_bytes(c);
-  parallel_rows(c.num_inserted(), parallel ? resolve_oracle_threads(o.threads) : 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t t = begin; t < end; ++t) insert_kv_row(c, view, t, backing, o);
-  });
+  parallel_rows(c.num_inserted(), parallel ? resolve_oracle_threads(o.threads) : 1,
+                [&](std::int64_t begin, std::int64_t end) {
+                  for (std::int64_t t = begin; t < end; ++t) insert_kv_row(c, view, t, backing, o);
+                });
 }
 
 Status kv_only_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& o) {

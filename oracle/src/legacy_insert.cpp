@@ -43,7 +43,8 @@ float q_head_rms_inverse(const InsertCase& c, std::int64_t t, std::int64_t h) {
   return row_rms_inverse(e, c.eps);
 }
 
-void q_head_before_store(const InsertCase& c, std::int64_t t, std::int64_t h, float* e, std::optional<float> q_norm_inverse) {
+void q_head_before_store(const InsertCase& c, std::int64_t t, std::int64_t h, float* e,
+                         std::optional<float> q_norm_inverse) {
   load_q_head(c, t, h, e);
   if (c.apply_q_norm) q_norm_row_with_inverse(e, q_norm_inverse ? *q_norm_inverse : row_rms_inverse(e, c.eps));
   if (!is_packed(*format_of(c)) || c.apply_q_rope) rope_at_row_position(c, t, e);
@@ -57,7 +58,8 @@ std::int64_t q_out_byte_offset(const InsertCase& c, std::int64_t t, std::int64_t
   return c.q_out.offset_bytes + q_out_offset(t, h, d, heads, interleaved_q(c)) * q_out_element_bytes(c);
 }
 
-void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const float* e, std::vector<std::uint8_t>& q_out) {
+void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const float* e,
+                  std::vector<std::uint8_t>& q_out) {
   const RecordFormat f = *format_of(c);
   const bool packed = is_packed(f);
   const std::int64_t heads = packed ? c.padded_heads() : c.q.meta.size(1);
@@ -65,10 +67,14 @@ void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const flo
   const int size = q_out_element_bytes(c);
   const float q_scale_inv = f == RecordFormat::kFp8_512 ? c.q_scale_inv.load<float>(0) : 0.0f;
   for (int d = 0; d < kHeadDim; ++d) {
-    const std::int64_t at = c.q_out.offset_bytes + q_out_offset(t, h, d, heads, interleaved) * size;  // q_out_byte_offset, hoisted
-    if (packed) put<std::uint16_t>(q_out, at, narrow16(e[d], c.q.meta.dtype));
-    else if (f == RecordFormat::kFp8_512) put<std::uint8_t>(q_out, at, e4m3_encode(e[d] * q_scale_inv));
-    else put<std::uint16_t>(q_out, at, float_to_bf16(e[d]));
+    const std::int64_t at =
+        c.q_out.offset_bytes + q_out_offset(t, h, d, heads, interleaved) * size;  // q_out_byte_offset, hoisted
+    if (packed)
+      put<std::uint16_t>(q_out, at, narrow16(e[d], c.q.meta.dtype));
+    else if (f == RecordFormat::kFp8_512)
+      put<std::uint8_t>(q_out, at, e4m3_encode(e[d] * q_scale_inv));
+    else
+      put<std::uint16_t>(q_out, at, float_to_bf16(e[d]));
   }
 }
 
@@ -81,21 +87,26 @@ Status legacy_insert(const InsertCase& c, InsertOutputs& out, const OracleOption
   const std::int64_t out_heads = packed ? c.padded_heads() : heads;
   // Each row writes its own [out_heads, 512] block of the contiguous q_out: rows run in parallel
   // (parallel_rows.h), a chunk being worth a thread at about kMinRowsPerThread head rows.
-  const std::int64_t rows_per_thread = std::max<std::int64_t>(1, kMinRowsPerThread / std::max<std::int64_t>(1, out_heads));
-  parallel_rows(c.num_rows(), resolve_oracle_threads(o.threads), [&](std::int64_t begin, std::int64_t end) {
-    float e[kHeadDim];
-    for (std::int64_t t = begin; t < end; ++t) {
-      for (std::int64_t h = 0; h < out_heads; ++h) {
-        if (h < heads) {
-          q_head_before_store(c, t, h, e);
-          store_q_head(c, t, h, e, out.q_out);
-        } else {  // padding head (packed only, q's 16-bit dtype)
-          for (int d = 0; d < kHeadDim; ++d)
-            put<std::uint16_t>(out.q_out, c.q_out.offset_bytes + 2 * q_out_offset(t, h, d, out_heads, c.q_interleaved), 0);
+  const std::int64_t rows_per_thread =
+      std::max<std::int64_t>(1, kMinRowsPerThread / std::max<std::int64_t>(1, out_heads));
+  parallel_rows(
+      c.num_rows(), resolve_oracle_threads(o.threads),
+      [&](std::int64_t begin, std::int64_t end) {
+        float e[kHeadDim];
+        for (std::int64_t t = begin; t < end; ++t) {
+          for (std::int64_t h = 0; h < out_heads; ++h) {
+            if (h < heads) {
+              q_head_before_store(c, t, h, e);
+              store_q_head(c, t, h, e, out.q_out);
+            } else {  // padding head (packed only, q's 16-bit dtype)
+              for (int d = 0; d < kHeadDim; ++d)
+                put<std::uint16_t>(out.q_out,
+                                   c.q_out.offset_bytes + 2 * q_out_offset(t, h, d, out_heads, c.q_interleaved), 0);
+            }
+          }
         }
-      }
-    }
-  }, rows_per_thread);
+      },
+      rows_per_thread);
   insert_kv_rows(c, out.cache, o);
   return Status::Ok();
 }

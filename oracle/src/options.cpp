@@ -3,7 +3,10 @@
 
 namespace kvc::oracle {
 namespace {
-struct Named { OracleMutation m; std::string_view name; };
+struct Named {
+  OracleMutation m;
+  std::string_view name;
+};
 constexpr Named kMutations[] = {{OracleMutation::kNone, "none"},
                                 {OracleMutation::kScalePadOne, "scale-pad-one"},
                                 {OracleMutation::kTiesAwayFromZero, "ties-away-from-zero"}};

@@ -64,9 +64,9 @@ bool kv_rows_write_disjoint_bytes(const InsertCase& c) {
   if (!format) return false;
   const RecordLayout& l = layout_of(*format);
   const CacheGeometry& g = c.cache;
-  const bool pages_apart = l.paged_regions
-                               ? g.page_stride_bytes() >= l.dense_page_bytes(g.block_size)
-                               : g.token_stride_bytes() >= l.data_bytes && g.page_stride_bytes() >= g.block_size * g.token_stride_bytes();
+  const bool pages_apart = l.paged_regions ? g.page_stride_bytes() >= l.dense_page_bytes(g.block_size)
+                                           : g.token_stride_bytes() >= l.data_bytes &&
+                                                 g.page_stride_bytes() >= g.block_size * g.token_stride_bytes();
   if (!pages_apart) return false;
   std::vector<std::int64_t> slots;
   slots.reserve(static_cast<std::size_t>(c.num_inserted()));

@@ -64,13 +64,20 @@ std::int64_t dim_offset_in_data(RecordFormat f, int dim) {
 
 std::string_view field_name(Field f) {
   switch (f) {
-    case Field::kFp8Code: return "fp8 code";
-    case Field::kValue16: return "16-bit value";
-    case Field::kScale: return "scale";
-    case Field::kScalePad: return "scale pad";
-    case Field::kRowGap: return "row gap";
-    case Field::kPagePadding: return "page padding";
-    case Field::kOutsideCache: return "outside the cache";
+    case Field::kFp8Code:
+      return "fp8 code";
+    case Field::kValue16:
+      return "16-bit value";
+    case Field::kScale:
+      return "scale";
+    case Field::kScalePad:
+      return "scale pad";
+    case Field::kRowGap:
+      return "row gap";
+    case Field::kPagePadding:
+      return "page padding";
+    case Field::kOutsideCache:
+      return "outside the cache";
   }
   return "?";
 }
@@ -120,15 +127,17 @@ ByteLocation locate(const PagedCacheView& v, std::int64_t off) {
       return loc;
     }
     loc.index_in_page = t;
-    if (b >= l.data_bytes) loc.field = Field::kRowGap;
-    else set_dim(b);
+    if (b >= l.data_bytes)
+      loc.field = Field::kRowGap;
+    else
+      set_dim(b);
   }
   loc.slot = loc.page * v.block_size + loc.index_in_page;
   return loc;
 }
 
-DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
-                            std::int64_t slot, float fp8_scale) {
+DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const PagedCacheView& v, std::int64_t slot,
+                            float fp8_scale) {
   DecodedRecord r;
   r.format = v.format;
   const RecordLayout& l = v.layout();
@@ -152,8 +161,8 @@ DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const Page
   return r;
 }
 
-std::string describe_field(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
-                           const ByteLocation& loc, float fp8_scale) {
+std::string describe_field(const std::vector<std::uint8_t>& backing, const PagedCacheView& v, const ByteLocation& loc,
+                           float fp8_scale) {
   const RecordLayout& l = v.layout();
   switch (loc.field) {
     case Field::kFp8Code: {
@@ -169,7 +178,8 @@ std::string describe_field(const std::vector<std::uint8_t>& backing, const Paged
       return s;
     }
     case Field::kValue16: {
-      const std::uint16_t bits = load16(backing, token_data_offset(v, loc.slot) + dim_offset_in_data(v.format, loc.dim));
+      const std::uint16_t bits =
+          load16(backing, token_data_offset(v, loc.slot) + dim_offset_in_data(v.format, loc.dim));
       return std::string(v.value_dtype == DType::kF16 ? "f16 " : "bf16 ") + hex(bits, 4) + " = " +
              num(widen16(bits, v.value_dtype));
     }

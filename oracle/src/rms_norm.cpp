@@ -30,9 +30,7 @@ float rms_inverse(float sum_of_squares, float eps) {
   return rsqrt_rn(std::fma(sum_of_squares, 1.0f / static_cast<float>(kHeadDim), eps));
 }
 
-float row_rms_inverse(const float* row512, float eps) {
-  return rms_inverse(lane_ordered_sum_of_squares(row512), eps);
-}
+float row_rms_inverse(const float* row512, float eps) { return rms_inverse(lane_ordered_sum_of_squares(row512), eps); }
 
 void q_norm_row(float* row512, float eps) { q_norm_row_with_inverse(row512, row_rms_inverse(row512, eps)); }
 

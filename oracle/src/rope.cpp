@@ -16,8 +16,7 @@ RotatedPair rope_rotate_pair(float a, float b, float c, float s) {
 void rope_gptj_row(float* row512, const float* cos_sin_row64) {
   for (int j = 0; j < kRopePairs; ++j) {
     float* pair = row512 + kNopeDim + 2 * j;
-    const RotatedPair r = rope_rotate_pair(pair[0], pair[1], cos_sin_row64[j],
-                                           cos_sin_row64[kRopePairs + j]);
+    const RotatedPair r = rope_rotate_pair(pair[0], pair[1], cos_sin_row64[j], cos_sin_row64[kRopePairs + j]);
     pair[0] = r.first;
     pair[1] = r.second;
   }

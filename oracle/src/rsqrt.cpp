@@ -26,7 +26,7 @@ Dyadic dyadic_of(float x) {
 // Sign of (m^2 * x - 1), all exact: m = M 2^a with M < 2^25, x = X 2^b with X < 2^24.
 int compare_square_times_x_with_one(Dyadic m, Dyadic x) {
   const u128 product = static_cast<u128>(m.significand) * m.significand * x.significand;  // < 2^74
-  const int shift = 2 * m.exponent + x.exponent;  // value = product * 2^shift
+  const int shift = 2 * m.exponent + x.exponent;                                          // value = product * 2^shift
   if (shift >= 0) return 1;  // product >= 1 and the scale only grows it (product == 1 impossible)
   if (-shift >= 127) return -1;
   const u128 one = static_cast<u128>(1) << (-shift);

@@ -37,9 +37,15 @@ float inverse_scale(float exponent) {
 }
 
 BlockScale block_scale(const float* values, int count, ExponentRule rule) {
+  // fmaxf(amax, |v|) over the block, spelled as a compare: a NaN compares false and is ignored,
+  // exactly as fmaxf ignores a NaN operand, and amax itself is never NaN. (The library call per
+  // element cost more than the rest of the block's scale.)
   float amax = 0.0f;
-  for (int i = 0; i < count; ++i) amax = std::fmax(amax, std::fabs(values[i]));  // NaN ignored
-  amax = std::fmax(amax, kAmaxFloor);
+  for (int i = 0; i < count; ++i) {
+    const float a = std::fabs(values[i]);
+    if (a > amax) amax = a;
+  }
+  if (amax < kAmaxFloor) amax = kAmaxFloor;
   const float q = amax / kFp8Max;
   const float exponent = scale_exponent(q, rule);
   return BlockScale{amax, exponent, inverse_scale(exponent), ue8m0_encode(exponent)};

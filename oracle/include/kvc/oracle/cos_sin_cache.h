@@ -13,7 +13,6 @@ namespace kvc::oracle {
 
 inline constexpr double kDefaultRopeBase = 10000.0;
 
-std::vector<float> make_cos_sin_cache(std::int64_t max_pos, int rotary_dim,
-                                      double base = kDefaultRopeBase);
+std::vector<float> make_cos_sin_cache(std::int64_t max_pos, int rotary_dim, double base = kDefaultRopeBase);
 
 }  // namespace kvc::oracle

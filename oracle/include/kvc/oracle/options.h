@@ -14,8 +14,8 @@ namespace kvc::oracle {
 
 enum class OracleMutation : std::uint8_t {
   kNone = 0,
-  kScalePadOne = 1,        // packed584 scale pad byte written as 0x01 instead of 0x00
-  kTiesAwayFromZero = 2,   // e4m3 ties rounded away from zero instead of to even
+  kScalePadOne = 1,       // packed584 scale pad byte written as 0x01 instead of 0x00
+  kTiesAwayFromZero = 2,  // e4m3 ties rounded away from zero instead of to even
 };
 std::string_view mutation_name(OracleMutation m);
 bool mutation_from_name(std::string_view name, OracleMutation* out);

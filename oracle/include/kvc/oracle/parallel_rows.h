@@ -29,7 +29,8 @@ int resolve_oracle_threads(int requested);
 // Calls body(begin, end) on disjoint contiguous chunks covering [0, rows), on at most `threads`
 // threads and at most rows / min_rows_per_thread of them; returns when all are done. An exception
 // thrown by a chunk is rethrown here after every thread has joined.
-void parallel_rows(std::int64_t rows, int threads, const std::function<void(std::int64_t begin, std::int64_t end)>& body,
+void parallel_rows(std::int64_t rows, int threads,
+                   const std::function<void(std::int64_t begin, std::int64_t end)>& body,
                    std::int64_t min_rows_per_thread = kMinRowsPerThread);
 
 // Whether the KV rows of a validated case write pairwise disjoint bytes: no non-negative slot

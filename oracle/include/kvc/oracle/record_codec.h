@@ -67,19 +67,19 @@ ByteLocation locate(const PagedCacheView& v, std::int64_t backing_offset);
 // All fields of one token's record, read from arbitrary bytes.
 struct DecodedRecord {
   RecordFormat format;
-  std::array<std::uint8_t, kHeadDim> codes{};    // valid for dims < layout.fp8_dims
+  std::array<std::uint8_t, kHeadDim> codes{};      // valid for dims < layout.fp8_dims
   std::array<std::uint16_t, kHeadDim> values16{};  // packed584: dims 448..511; bf16_512: all
-  std::array<std::uint8_t, 16> scales{};          // layout.scale_blocks entries
-  std::uint8_t pad = 0;                           // packed584 only
-  std::array<float, kHeadDim> dequantized{};      // what the record means as fp32
+  std::array<std::uint8_t, 16> scales{};           // layout.scale_blocks entries
+  std::uint8_t pad = 0;                            // packed584 only
+  std::array<float, kHeadDim> dequantized{};       // what the record means as fp32
 };
 // fp8_scale multiplies fp8_512 codes (the per-tensor scale); ignored by other formats.
-DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
-                            std::int64_t slot, float fp8_scale = 1.0f);
+DecodedRecord decode_record(const std::vector<std::uint8_t>& backing, const PagedCacheView& v, std::int64_t slot,
+                            float fp8_scale = 1.0f);
 
 // One field's raw bits and meaning at a located byte, for reports:
 // "fp8 0x3a = 1.25 x scale 2^-3 = 0.15625", "bf16 0x3f80 = 1", "scale 0x7c = 2^-3".
-std::string describe_field(const std::vector<std::uint8_t>& backing, const PagedCacheView& v,
-                           const ByteLocation& loc, float fp8_scale = 1.0f);
+std::string describe_field(const std::vector<std::uint8_t>& backing, const PagedCacheView& v, const ByteLocation& loc,
+                           float fp8_scale = 1.0f);
 
 }  // namespace kvc::oracle

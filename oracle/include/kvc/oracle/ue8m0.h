@@ -30,12 +30,11 @@ float inverse_scale(float exponent);
 
 // One quantization block's scale, from the values it will quantize.
 struct BlockScale {
-  float amax;       // max |y| ignoring NaN, floored at 1e-4
-  float exponent;   // E
-  float inverse;    // 2^-E
+  float amax;      // max |y| ignoring NaN, floored at 1e-4
+  float exponent;  // E
+  float inverse;   // 2^-E
   std::uint8_t byte;
 };
-BlockScale block_scale(const float* values, int count,
-                       ExponentRule rule = ExponentRule::kDeviceLog2f);
+BlockScale block_scale(const float* values, int count, ExponentRule rule = ExponentRule::kDeviceLog2f);
 
 }  // namespace kvc::oracle
