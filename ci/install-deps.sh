@@ -4,8 +4,10 @@
 set -euo pipefail
 
 # libdlpack-dev: the C kernel ABI (kernels/abi); libbenchmark-dev: kvconform-bench.
-packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev libeigen3-dev nlohmann-json3-dev
-          libcli11-dev libssl-dev libdlpack-dev libbenchmark-dev)
+# Only what a build or test uses today. Eigen (the stacked projection oracle) and OpenSSL's
+# libcrypto (golden-fixture hashes) join this list with the code that uses them.
+packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev nlohmann-json3-dev
+          libcli11-dev libdlpack-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
