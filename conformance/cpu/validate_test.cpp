@@ -22,26 +22,7 @@
 namespace kvc {
 namespace {
 
-struct MatrixEntry {
-  const testkit::RuleBreaker* breaker;
-  InsertOp op;
-  RecordFormat format;
-};
-
-std::string entry_name(const MatrixEntry& e) {
-  std::string f(layout_of(e.format).name);
-  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
-}
-
-std::vector<MatrixEntry> matrix() {
-  std::vector<MatrixEntry> m;
-  for (const testkit::RuleBreaker& b : testkit::rule_breakers())
-    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
-      for (RecordFormat f : kAllFormats)
-        if (b.applies(op, f)) m.push_back({&b, op, f});
-  return m;
-}
+using MatrixEntry = testkit::RuleMatrixEntry;
 
 class InvalidInput : public ::testing::TestWithParam<MatrixEntry> {};
 
@@ -70,8 +51,10 @@ TEST_P(InvalidInput, RejectedWithItsCodeAndNothingWritten) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, InvalidInput, ::testing::ValuesIn(matrix()),
-                         [](const ::testing::TestParamInfo<MatrixEntry>& p) { return entry_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(Rules, InvalidInput, ::testing::ValuesIn(testkit::rule_matrix()),
+                         [](const ::testing::TestParamInfo<MatrixEntry>& p) {
+                           return testkit::rule_matrix_name(p.param);
+                         });
 
 TEST(InvalidInputMatrix, EveryErrorCodeHasABreaker) {
   std::set<ErrorCode> covered;

@@ -31,28 +31,7 @@
 namespace kvc {
 namespace {
 
-struct MatrixEntry {
-  const testkit::RuleBreaker* breaker;
-  InsertOp op;
-  RecordFormat format;
-};
-
-std::string entry_name(const MatrixEntry& e) {
-  std::string f(layout_of(e.format).name);
-  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
-}
-
-void PrintTo(const MatrixEntry& e, std::ostream* os) { *os << entry_name(e); }
-
-std::vector<MatrixEntry> matrix() {
-  std::vector<MatrixEntry> m;
-  for (const testkit::RuleBreaker& b : testkit::rule_breakers())
-    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
-      for (RecordFormat f : kAllFormats)
-        if (b.applies(op, f)) m.push_back({&b, op, f});
-  return m;
-}
+using MatrixEntry = testkit::RuleMatrixEntry;
 
 enum class Route { kAbiMetadata, kAbiValues, kHostHarness };
 
@@ -184,15 +163,17 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
                                   e.breaker->name + ": rows with an out-of-range slot or position must be skipped"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Rules, InvalidInputThroughAbi, ::testing::ValuesIn(matrix()),
-                         [](const ::testing::TestParamInfo<MatrixEntry>& p) { return entry_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(Rules, InvalidInputThroughAbi, ::testing::ValuesIn(testkit::rule_matrix()),
+                         [](const ::testing::TestParamInfo<MatrixEntry>& p) {
+                           return testkit::rule_matrix_name(p.param);
+                         });
 
 // The routes above only prove something if each one is taken: a table edit that turned every
 // metadata rule into a "value" rule would otherwise pass silently. Needs no device.
 TEST(InvalidInputRoutes, EveryRouteIsTakenAndEveryCodeIsCovered) {
   std::set<int> routes;
   std::set<ErrorCode> codes;
-  for (const MatrixEntry& e : matrix()) {
+  for (const MatrixEntry& e : testkit::rule_matrix()) {
     InsertCase c = testkit::small_valid_case(e.op, e.format);
     InsertOutputs out = testkit::make_outputs(c);
     if (!e.breaker->apply(c, out)) continue;

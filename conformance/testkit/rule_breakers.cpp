@@ -2,6 +2,7 @@
 #include "kvc/testkit/rule_breakers.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 namespace kvc::testkit {
@@ -354,5 +355,22 @@ const std::vector<RuleBreaker>& rule_breakers() {
   };
   return table;
 }
+
+std::vector<RuleMatrixEntry> rule_matrix() {
+  std::vector<RuleMatrixEntry> m;
+  for (const RuleBreaker& b : rule_breakers())
+    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
+      for (RecordFormat f : kAllFormats)
+        if (b.applies(op, f)) m.push_back({&b, op, f});
+  return m;
+}
+
+std::string rule_matrix_name(const RuleMatrixEntry& e) {
+  std::string f(layout_of(e.format).name);
+  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
+  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+}
+
+void PrintTo(const RuleMatrixEntry& e, std::ostream* os) { *os << rule_matrix_name(e); }
 
 }  // namespace kvc::testkit

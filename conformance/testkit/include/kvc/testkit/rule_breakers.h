@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,5 +35,20 @@ struct RuleBreaker {
 };
 
 const std::vector<RuleBreaker>& rule_breakers();
+
+// One cell of the invalid-input matrix: a breaker applied to a base case of one op and format.
+// The CPU suite (oracle) and the GPU suite (through the kernel ABI) instantiate the same cells.
+struct RuleMatrixEntry {
+  const RuleBreaker* breaker;
+  InsertOp op;
+  RecordFormat format;
+};
+
+// Every (breaker, op, format) the breaker applies to, in table order.
+std::vector<RuleMatrixEntry> rule_matrix();
+// "Fp8CacheWithoutScale_KvOnly_Fp8_512": the test name of a cell.
+std::string rule_matrix_name(const RuleMatrixEntry& e);
+// GoogleTest prints a parameter through this (found by argument-dependent lookup).
+void PrintTo(const RuleMatrixEntry& e, std::ostream* os);
 
 }  // namespace kvc::testkit
