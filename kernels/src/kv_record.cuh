@@ -4,8 +4,10 @@
 // cannot differ in a cache byte (the DSpark claim of docs/contract.md §4). A thread holds kV
 // consecutive virtual lanes of one row (kV = 1: a warp per row, the contract's execution model
 // verbatim; kV = 2: a half-warp per row, two rows per warp); every dim goes through the same
-// arithmetic either way. A row is loaded first (load_kv_slice: its bytes, slot and position, all
-// issued before any is used) and encoded second, so a warp can have several rows in flight.
+// arithmetic either way. A row is loaded first (load_kv_slice: its bytes and, once its position is
+// known, its RoPE table row) and encoded second, so a kernel can keep loads in flight across rows;
+// the KV-only kernel loads the next row's slot and position ahead (RowMeta) so that the bytes and
+// the table row go out together.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,14 @@
 #include "rope.cuh"
 
 namespace kvc::kernels::detail {
+
+// The pad byte 7 of a packed584 scale group. KVC_KERNELS_PLANTED_DEFECT builds a test-only
+// library (libkvconform_kernels_planted.so) that writes 0x01 instead, for the fuzz tests to find.
+#if KVC_KERNELS_PLANTED_DEFECT
+inline constexpr std::uint8_t kWrittenScalePadByte = 0x01;
+#else
+inline constexpr std::uint8_t kWrittenScalePadByte = kScalePadByte;
+#endif
 
 // Device copies of the host parameter structs, with what the kernels derive once on the host.
 struct KvRowsDev {
@@ -56,32 +66,65 @@ inline CacheDev to_device(const CacheTarget& c) {
                   c.fp8_scale};
 }
 
-// What one thread holds of one row: kV virtual lanes' bits, the slot and the position.
+// Where a row goes: its slot and position, loaded ahead of the row itself when a kernel
+// prefetches them (a dead row has slot -1 and writes nothing).
+struct RowMeta {
+  std::int64_t slot;
+  std::int64_t position;
+};
+
+__device__ __forceinline__ RowMeta dead_row_meta() { return RowMeta{-1, 0}; }
+
+// Row `row` < rows.count (those may always be read).
+__device__ __forceinline__ RowMeta load_row_meta(const KvRowsDev& rows, std::int64_t row) {
+  return RowMeta{__ldg(rows.slots + row), __ldg(rows.positions + row)};
+}
+
+__device__ __forceinline__ bool row_is_live(const RowMeta& m, const KvRowsDev& rows, const CacheDev& cache) {
+  return m.slot >= 0 && m.slot < cache.capacity && m.position >= 0 && m.position < rows.max_pos;
+}
+
+// What one thread holds of one row: kV virtual lanes' bits, the row's slot and position, and the
+// RoPE lanes' table coefficients (loaded only for live rows, so a dead row's position is never
+// used as an address).
 template <int kV>
 struct KvSlice {
   LaneBits bits[kV];
-  std::int64_t slot;
-  std::int64_t position;
+  RopeCoeffs rope[kV];
+  RowMeta meta;
 };
 
 // A slice that writes nothing (a row past the end of the batch).
 template <int kV>
 __device__ __forceinline__ KvSlice<kV> dead_slice() {
   KvSlice<kV> s{};
-  s.slot = -1;
+  s.meta = dead_row_meta();
   return s;
 }
 
-// Row `row` < rows.count (those may always be read), virtual lanes [vlane0, vlane0 + kV).
+// Row `row` < rows.count with its already loaded meta; virtual lanes [vlane0, vlane0 + kV). The
+// bits and the table coefficients are issued together: one memory round trip.
 template <int kV>
-__device__ __forceinline__ KvSlice<kV> load_kv_slice(const KvRowsDev& rows, std::int64_t row, int vlane0) {
+__device__ __forceinline__ KvSlice<kV> load_kv_slice(const KvRowsDev& rows, const CacheDev& cache, std::int64_t row,
+                                                     const RowMeta& meta, int vlane0) {
   KvSlice<kV> s;
-  s.slot = __ldg(rows.slots + row);
-  s.position = __ldg(rows.positions + row);
+  s.meta = meta;
   const std::uint16_t* p = rows.kv + row * kHeadDim + vlane0 * kLaneDims;
 #pragma unroll
   for (int j = 0; j < kV; ++j) s.bits[j] = load_lane_bits_readonly(p + j * kLaneDims);
+  const bool live = row_is_live(meta, rows, cache);
+#pragma unroll
+  for (int j = 0; j < kV; ++j)
+    s.rope[j] =
+        live && is_rope_lane(vlane0 + j) ? load_rope_coeffs(rows.cos_sin, meta.position, vlane0 + j) : RopeCoeffs{};
   return s;
+}
+
+// The same without a prefetched meta: the table loads wait for the position.
+template <int kV>
+__device__ __forceinline__ KvSlice<kV> load_kv_slice(const KvRowsDev& rows, const CacheDev& cache, std::int64_t row,
+                                                     int vlane0) {
+  return load_kv_slice<kV>(rows, cache, row, load_row_meta(rows, row), vlane0);
 }
 
 // The per-launch constant of fp8_512: inv = fl(1 / fp8_scale), computed on the device because the
@@ -111,7 +154,7 @@ template <RecordFormat kFormat, bool kFp16, bool kNorm, int kV>
 __device__ __forceinline__ void insert_kv_slice(const KvSlice<kV>& in, const KvRowsDev& rows, const CacheDev& cache,
                                                 const float (&norm_w)[kV][kLaneDims], float norm_eps, float fp8_inv,
                                                 int vlane0) {
-  const bool live = in.slot >= 0 && in.slot < cache.capacity && in.position >= 0 && in.position < rows.max_pos;
+  const bool live = row_is_live(in.meta, rows, cache);
   if (!__any_sync(kFullMask, live)) return;  // uniform: the whole warp leaves or stays
 
   float x[kV][kLaneDims];
@@ -120,10 +163,10 @@ __device__ __forceinline__ void insert_kv_slice(const KvSlice<kV>& in, const KvR
   if constexpr (kNorm) kv_norm_lanes<kV>(x, norm_w, norm_eps);
 #pragma unroll
   for (int j = 0; j < kV; ++j)
-    if (live && is_rope_lane(vlane0 + j)) rope_lane(x[j], rows.cos_sin, in.position, vlane0 + j);
+    if (live && is_rope_lane(vlane0 + j)) rope_lane(x[j], in.rope[j]);
 
   std::int64_t index = 0;
-  std::uint8_t* const page = live ? page_of(cache, in.slot, index) : nullptr;
+  std::uint8_t* const page = live ? page_of(cache, in.meta.slot, index) : nullptr;
 
   if constexpr (kFormat == RecordFormat::kPacked584 || kFormat == RecordFormat::kPacked528) {
     constexpr int kDataBytes = layout_of(kFormat).data_bytes;
@@ -166,7 +209,7 @@ __device__ __forceinline__ void insert_kv_slice(const KvSlice<kV>& in, const KvR
     // the record's whole scale group. In packed584, lane 28 (a RoPE lane, no block of its own)
     // writes the pad byte 7.
     if (vlane0 % kLanesPerBlock == 0)
-      scales[vlane0 / kLanesPerBlock] = (!kRopeQuantized && is_rope_lane(vlane0)) ? kScalePadByte : scale.byte;
+      scales[vlane0 / kLanesPerBlock] = (!kRopeQuantized && is_rope_lane(vlane0)) ? kWrittenScalePadByte : scale.byte;
   } else if constexpr (kFormat == RecordFormat::kFp8_512) {
     if (!live) return;
     // No bf16 round trip: the RoPE dims are quantized from the fp32 rotation result.

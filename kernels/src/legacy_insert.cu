@@ -42,32 +42,41 @@ __device__ __forceinline__ std::int64_t head_offset(std::int64_t t, std::int64_t
   return (t * heads + h) * kHeadDim + lane * kLaneDims;
 }
 
-// One Q head. When the head needs the position (RoPE) and the position is outside [0, max_pos),
-// nothing is written: the caller's q_out keeps its bytes for that token. q may be the very buffer
+// Whether token t's Q heads are written: a head that needs the position (RoPE) and whose
+// position lies outside [0, max_pos) writes nothing, so the caller's q_out keeps its bytes.
+template <RecordFormat kFormat>
+__device__ __forceinline__ bool q_rotates(const QDev& q) {
+  return layout_of(kFormat).paged_regions ? q.rope : true;  // the full-cache Q paths always rotate
+}
+
+// The bits of Q head h of token t for this lane; padding heads (packed, h >= heads) read nothing.
+template <RecordFormat kFormat>
+__device__ __forceinline__ LaneBits load_q_head(const QDev& q, std::int64_t t, std::int64_t h, int lane) {
+  constexpr bool kPacked = layout_of(kFormat).paged_regions;
+  if (kPacked && h >= q.heads) return LaneBits{};
+  return load_lane_bits(q.q + head_offset(t, h, q.heads, lane, kPacked && q.interleaved));
+}
+
+// Writes Q head h of token t from its loaded bits (and, on RoPE lanes of a rotating head, the
+// position's table coefficients). The caller has checked the position. q may be the very buffer
 // q_out points to (bf16_512 in place): each lane reads its 32 bytes before it writes the same 32
 // bytes, and no other warp touches them.
 template <RecordFormat kFormat, bool kFp16>
-__device__ __forceinline__ void q_head(const QDev& q, const KvRowsDev& rows, std::int64_t t, std::int64_t h, int lane) {
+__device__ __forceinline__ void store_q_head(const QDev& q, std::int64_t t, std::int64_t h, int lane,
+                                             const LaneBits& bits, const RopeCoeffs& coeffs) {
   constexpr bool kPacked = layout_of(kFormat).paged_regions;
-  const bool rotate = kPacked ? q.rope : true;  // the full-cache Q paths always rotate
-  std::int64_t position = 0;
-  if (rotate) {
-    position = __ldg(rows.positions + t);
-    if (position < 0 || position >= rows.max_pos) return;
-  }
   const bool interleaved = kPacked && q.interleaved;
   if constexpr (kPacked) {
-    std::uint16_t* out = static_cast<std::uint16_t*>(q.q_out) + head_offset(t, h, q.out_heads, lane, interleaved);
     if (h >= q.heads) {
-      store_lane_zeros(out);
+      store_lane_zeros(static_cast<std::uint16_t*>(q.q_out) + head_offset(t, h, q.out_heads, lane, interleaved));
       return;
     }
   }
   float x[1][kLaneDims];
-  const std::int64_t in_offset = head_offset(t, h, q.heads, lane, interleaved);
-  widen<kFp16>(load_lane_bits(q.q + in_offset), x[0]);
+  widen<kFp16>(bits, x[0]);
   if (q.norm) q_norm_lane(x, q.eps);
-  if (rotate && is_rope_lane(lane)) rope_lane(x[0], rows.cos_sin, position, lane);
+  if (q_rotates<kFormat>(q) && is_rope_lane(lane)) rope_lane(x[0], coeffs);
+  const std::int64_t in_offset = head_offset(t, h, q.heads, lane, interleaved);
   if constexpr (kPacked) {
     store_lane_bits(static_cast<std::uint16_t*>(q.q_out) + head_offset(t, h, q.out_heads, lane, interleaved),
                     narrow<kFp16>(x[0]));
@@ -79,16 +88,77 @@ __device__ __forceinline__ void q_head(const QDev& q, const KvRowsDev& rows, std
   }
 }
 
+__device__ __forceinline__ bool position_in_table(std::int64_t position, const KvRowsDev& rows) {
+  return position >= 0 && position < rows.max_pos;
+}
+
+// One Q head as its own work item (the per-token grid): the head's bits and its position are
+// loaded together, then the table row: two memory round trips.
+template <RecordFormat kFormat, bool kFp16>
+__device__ __forceinline__ void q_head(const QDev& q, const KvRowsDev& rows, std::int64_t t, std::int64_t h, int lane) {
+  const bool rotate = q_rotates<kFormat>(q);
+  const LaneBits bits = load_q_head<kFormat>(q, t, h, lane);
+  std::int64_t position = 0;
+  if (rotate) {
+    position = __ldg(rows.positions + t);
+    if (!position_in_table(position, rows)) return;
+  }
+  const RopeCoeffs coeffs =
+      rotate && is_rope_lane(lane) ? load_rope_coeffs(rows.cos_sin, position, lane) : RopeCoeffs{};
+  store_q_head<kFormat, kFp16>(q, t, h, lane, bits, coeffs);
+}
+
 template <RecordFormat kFormat, bool kFp16>
 __device__ __forceinline__ void legacy_item(const LegacyDev& p, std::int64_t t, std::int64_t item, int lane) {
   if (item == 0) {
     if (t >= p.rows.count) return;
-    const KvSlice<1> in = load_kv_slice<1>(p.rows, t, lane);
+    const KvSlice<1> in = load_kv_slice<1>(p.rows, p.cache, t, lane);
     const float fp8_inv = kFormat == RecordFormat::kFp8_512 ? fp8_cache_inverse(p.cache) : 0.0f;
     constexpr float kNoNormWeights[1][kLaneDims] = {};
     insert_kv_slice<kFormat, kFp16, false, 1>(in, p.rows, p.cache, kNoNormWeights, 0.0f, fp8_inv, lane);
   } else {
     q_head<kFormat, kFp16>(p.q, p.rows, t, item - 1, lane);
+  }
+}
+
+// Q heads a token warp has in flight at once: their loads are issued together.
+inline constexpr int kQHeadsInFlight = 4;
+
+// All of token t's work in one warp (the large-batch grid): the position, the KV row and the
+// first Q heads are loaded together, the table row once for the KV row and every head (they
+// share the position), then the heads in groups of kQHeadsInFlight.
+template <RecordFormat kFormat, bool kFp16>
+__device__ __forceinline__ void legacy_token(const LegacyDev& p, std::int64_t t, int lane) {
+  const KvRowsDev& rows = p.rows;
+  const bool has_kv = t < rows.count;
+  const std::int64_t position = __ldg(rows.positions + t);
+  const RowMeta meta = has_kv ? RowMeta{__ldg(rows.slots + t), position} : dead_row_meta();
+  KvSlice<1> kv;
+  kv.meta = meta;
+  kv.bits[0] = has_kv ? load_lane_bits_readonly(rows.kv + t * kHeadDim + lane * kLaneDims) : LaneBits{};
+  LaneBits q_bits[kQHeadsInFlight];
+#pragma unroll
+  for (int j = 0; j < kQHeadsInFlight; ++j)
+    q_bits[j] = j < p.q.out_heads ? load_q_head<kFormat>(p.q, t, j, lane) : LaneBits{};
+  const bool in_table = position_in_table(position, rows);
+  const RopeCoeffs coeffs =
+      in_table && is_rope_lane(lane) ? load_rope_coeffs(rows.cos_sin, position, lane) : RopeCoeffs{};
+  if (has_kv) {
+    kv.rope[0] = coeffs;
+    const float fp8_inv = kFormat == RecordFormat::kFp8_512 ? fp8_cache_inverse(p.cache) : 0.0f;
+    constexpr float kNoNormWeights[1][kLaneDims] = {};
+    insert_kv_slice<kFormat, kFp16, false, 1>(kv, rows, p.cache, kNoNormWeights, 0.0f, fp8_inv, lane);
+  }
+  if (q_rotates<kFormat>(p.q) && !in_table) return;
+  for (std::int64_t h0 = 0; h0 < p.q.out_heads; h0 += kQHeadsInFlight) {
+    if (h0 > 0) {
+#pragma unroll
+      for (int j = 0; j < kQHeadsInFlight; ++j)
+        if (h0 + j < p.q.out_heads) q_bits[j] = load_q_head<kFormat>(p.q, t, h0 + j, lane);
+    }
+#pragma unroll
+    for (int j = 0; j < kQHeadsInFlight; ++j)
+      if (h0 + j < p.q.out_heads) store_q_head<kFormat, kFp16>(p.q, t, h0 + j, lane, q_bits[j], coeffs);
   }
 }
 
@@ -103,15 +173,15 @@ __global__ void __launch_bounds__(kThreadsPerBlock) legacy_per_token_kernel(Lega
       legacy_item<kFormat, kFp16>(p, t, item, lane);
 }
 
-// Large-batch grid: block (x, y) serves tokens [8x, 8x + 8) for item y.
+// Large-batch grid: a persistent grid of token warps (as many blocks as fit on the device), each
+// warp taking tokens t, t + warps, ...
 template <RecordFormat kFormat, bool kFp16>
 __global__ void __launch_bounds__(kThreadsPerBlock) legacy_large_batch_kernel(LegacyDev p) {
   const int lane = static_cast<int>(threadIdx.x) % kWarpLanes;
-  const int warp = static_cast<int>(threadIdx.x) / kWarpLanes;
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + warp; t < p.q.tokens;
-       t += static_cast<std::int64_t>(gridDim.x) * kWarpsPerBlock)
-    for (std::int64_t item = blockIdx.y; item < p.items; item += gridDim.y)
-      legacy_item<kFormat, kFp16>(p, t, item, lane);
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpLanes;
+       t < p.q.tokens; t += warps)
+    legacy_token<kFormat, kFp16>(p, t, lane);
 }
 
 template <RecordFormat kFormat, bool kFp16>
@@ -120,8 +190,9 @@ void launch(const LegacyDev& d, LegacyGrid grid, cudaStream_t stream) {
     const dim3 g(grid_x(d.q.tokens), grid_y(ceil_div(d.items, kWarpsPerBlock)));
     legacy_per_token_kernel<kFormat, kFp16><<<g, kThreadsPerBlock, 0, stream>>>(d);
   } else {
-    const dim3 g(grid_x(ceil_div(d.q.tokens, kWarpsPerBlock)), grid_y(d.items));
-    legacy_large_batch_kernel<kFormat, kFp16><<<g, kThreadsPerBlock, 0, stream>>>(d);
+    constexpr auto kernel = &legacy_large_batch_kernel<kFormat, kFp16>;
+    const std::int64_t blocks = std::min(ceil_div(d.q.tokens, kWarpsPerBlock), resident_blocks<kernel>());
+    kernel<<<grid_x(blocks), kThreadsPerBlock, 0, stream>>>(d);
   }
 }
 

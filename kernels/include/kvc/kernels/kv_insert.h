@@ -50,8 +50,11 @@ struct KvOnlyInsertParams {
   // Launch shape, for tuning only (bytes never depend on it); 0 = the library default.
   // rows_per_warp: row steps (1 or 2) a warp loads before encoding the first.
   // lanes_per_row: 32 (a warp per row) or 16 (a half-warp per row, two rows per warp).
+  // blocks_per_sm: the persistent grid's blocks per SM (0 = as many as fit, < 0 = no persistent
+  // grid: one loop step per warp).
   int rows_per_warp = 0;
   int lanes_per_row = 0;
+  int blocks_per_sm = 0;
 };
 
 // Enqueues the insert on `stream`; returns the launch error, if any (cudaSuccess for count == 0,
