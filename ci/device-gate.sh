@@ -3,8 +3,12 @@
 # with CUDA required, runs every GPU test (label gpu: the kernel matrix, the upstream DSpark test,
 # both legacy grids, invalid inputs through the ABI, the device exhaustive sweeps, the device fuzz
 # properties, the example shim) against our kernels, and then, for each --kernels PATH (or
-# KVC_KERNELS), the same suite against that library. Prints a summary; exit 0 only when every
-# stage passes and no GPU test was skipped for want of a device.
+# KVC_KERNELS), the same suite against that library. With --sanitizer, a last stage runs the
+# compute-sanitizer entries (label sanitizer: the suite's small-shape subset under memcheck,
+# racecheck, initcheck and synccheck, and the planted defects each tool must report). Prints a
+# summary; exit 0 only when every stage passes (a sanitizer stage whose every entry was skipped,
+# because compute-sanitizer refuses the device on this runtime, is reported SKIPPED with the
+# reason and does not fail the gate) and no GPU test was skipped for want of a device.
 #
 # It needs no network and never calls apt (GPU machines are often offline): the compilers, CMake
 # and Ninja must be installed, and the libraries either installed or staged as unpacked Debian
@@ -13,7 +17,9 @@
 # built; the gate says so and goes on.
 #
 #   ci/device-gate.sh [--kernels PATH.so]... [--jobs N] [--no-exhaustive] [--no-fuzz] [--skip-build]
+#                     [--tests REGEX] [--sanitizer]
 #
+# --tests REGEX runs only the GPU tests whose names match (ctest -R), e.g. 'GraphReplay|Stream'.
 # Build directory: build/default (KVC_GATE_BUILD_DIR overrides); logs: build/device-gate/<stage>.log
 # (KVC_GATE_LOG_DIR overrides).
 set -euo pipefail
@@ -27,6 +33,8 @@ libraries=()
 [ -n "${KVC_KERNELS:-}" ] && libraries+=("$KVC_KERNELS")
 exclude_labels=()
 skip_build=0
+sanitizer=0
+tests_regex=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernels) libraries+=("$(realpath "$2")"); shift 2 ;;
@@ -34,7 +42,9 @@ while [ $# -gt 0 ]; do
     --no-exhaustive) exclude_labels+=(exhaustive); shift ;;
     --no-fuzz) exclude_labels+=(fuzz); shift ;;
     --skip-build) skip_build=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --tests) tests_regex="$2"; shift 2 ;;
+    --sanitizer) sanitizer=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "device-gate: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -55,6 +65,7 @@ command -v nvcc >/dev/null && nvcc --version | tail -1
 echo "  $(nproc) CPU cores; ctest jobs: $jobs"
 
 declare -a names results
+readonly STAGE_SKIPPED=3  # a stage function's status for "nothing could run here" (with a reason)
 run_stage() {
   local name="$1" log="$2"; shift 2
   names+=("$name")
@@ -65,7 +76,11 @@ run_stage() {
   "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -e
-  if [ "$rc" -eq 0 ]; then results+=("PASS $((SECONDS - start)) s"); else results+=("FAIL $((SECONDS - start)) s"); fi
+  case "$rc" in
+    0) results+=("PASS $((SECONDS - start)) s") ;;
+    "$STAGE_SKIPPED") results+=("SKIPPED $((SECONDS - start)) s: $(cat "$log_dir/skip-reason" 2>/dev/null)") ;;
+    *) results+=("FAIL $((SECONDS - start)) s") ;;
+  esac
 }
 
 configure_and_build() {
@@ -83,9 +98,9 @@ configure_and_build() {
 gpu_suite() {
   local library="${1:-}"
   local ctest_args=(--test-dir "$build_dir" -L gpu --output-on-failure -j "$jobs" --no-tests=error)
-  if [ ${#exclude_labels[@]} -gt 0 ]; then
-    ctest_args+=(-LE "$(IFS='|'; echo "${exclude_labels[*]}")")
-  fi
+  # compute-sanitizer entries carry label gpu too; they run in their own stage (--sanitizer).
+  ctest_args+=(-LE "$(IFS='|'; echo "${exclude_labels[*]:+${exclude_labels[*]}|}sanitizer")")
+  [ -n "$tests_regex" ] && ctest_args+=(-R "$tests_regex")
   local status=0
   if [ -n "$library" ]; then
     KVC_KERNELS="$library" ctest "${ctest_args[@]}" || status=$?
@@ -99,6 +114,29 @@ gpu_suite() {
   return $status
 }
 
+# The compute-sanitizer entries. Skipped entries say why on a KVC_SANITIZER_SKIPPED line; when
+# every entry was skipped for a reason other than a missing device, the stage is SKIPPED.
+sanitizer_suite() {
+  local status=0
+  ctest --test-dir "$build_dir" -L sanitizer --output-on-failure -j "$jobs" --no-tests=error || status=$?
+  local last="$build_dir/Testing/Temporary/LastTest.log"
+  if grep -qs "KVC_SANITIZER_SKIPPED: no usable CUDA device\|KVC_SANITIZER_SKIPPED: no CUDA device" "$last"; then
+    echo "device-gate: sanitizer entries were skipped for want of a CUDA device: this gate needs one"
+    return 1
+  fi
+  local total skipped
+  total="$(grep -c '^[0-9]*/[0-9]* Testing: ' "$last")"
+  skipped="$(grep -c '^KVC_SANITIZER_SKIPPED: ' "$last")"
+  echo "device-gate: sanitizer entries: $total run, $skipped skipped"
+  grep -h '^KVC_SANITIZER_SKIPPED: ' "$last" | sort | uniq -c | sed 's/^/  /'
+  grep -h '^KVC_SANITIZER: ' "$last" | sed 's/^/  /'
+  if [ "$status" -eq 0 ] && [ "$total" -gt 0 ] && [ "$skipped" -eq "$total" ]; then
+    grep -h '^KVC_SANITIZER_SKIPPED: ' "$last" | head -1 | sed 's/^KVC_SANITIZER_SKIPPED: //' > "$log_dir/skip-reason"
+    return $STAGE_SKIPPED
+  fi
+  return $status
+}
+
 if [ $skip_build -eq 0 ]; then
   run_stage "configure and build (CUDA on)" "$log_dir/build.log" configure_and_build
 fi
@@ -106,12 +144,15 @@ run_stage "GPU suite, our kernels" "$log_dir/gpu-builtin.log" gpu_suite
 for lib in "${libraries[@]}"; do
   run_stage "GPU suite, KVC_KERNELS=$(basename "$lib")" "$log_dir/gpu-$(basename "$lib").log" gpu_suite "$lib"
 done
+if [ $sanitizer -eq 1 ]; then
+  run_stage "compute-sanitizer, our kernels" "$log_dir/sanitizer.log" sanitizer_suite
+fi
 
 echo
 echo "kvconform device gate summary"
 status=0
 for i in "${!names[@]}"; do
   printf '  %-48s %s\n' "${names[$i]}" "${results[$i]}"
-  case "${results[$i]}" in PASS*) ;; *) status=1 ;; esac
+  case "${results[$i]}" in PASS* | SKIPPED*) ;; *) status=1 ;; esac
 done
 exit $status

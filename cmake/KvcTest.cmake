@@ -7,7 +7,8 @@
 #
 #   kvc_add_test(NAME bf16_test SOURCES cpu/bf16_test.cpp LIBS kvc::oracle LABELS cpu)
 #
-# Labels in use: cpu, gpu, exhaustive, fuzz, golden, sanitizer, slow.
+# Labels in use: cpu, gpu, exhaustive, fuzz, golden, sanitizer, slow. Compute-sanitizer runs are
+# declared with kvc_add_sanitizer_test() (below).
 include_guard(GLOBAL)
 include(GoogleTest)
 
@@ -45,4 +46,43 @@ function(kvc_add_test)
   file(WRITE "${label_file}"
     "if(${T_NAME}_TESTS)\n  set_tests_properties(\${${T_NAME}_TESTS} PROPERTIES LABELS \"${T_LABELS}\")\nendif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${label_file}")
+endfunction()
+
+# kvc_add_sanitizer_test(): one compute-sanitizer run of a program as one ctest entry, labelled
+# gpu and sanitizer (so the CPU presets and the GPU suite stage leave it out; ci/device-gate.sh
+# --sanitizer runs it). cmake/kvc_sanitizer_run.sh runs it and decides: passed (zero findings,
+# at least one GoogleTest case passed), failed, or skipped with the reason (exit 77: no
+# compute-sanitizer, no CUDA device, or a runtime on which compute-sanitizer refuses the device).
+#
+#   kvc_add_sanitizer_test(NAME sanitizer.memcheck.gpu_kv_insert TOOL memcheck TARGET gpu_kv_insert_test
+#                          ARGS --gtest_filter=... [ENVIRONMENT VAR=value...] [TIMEOUT s])
+#   kvc_add_sanitizer_test(NAME ... TOOL racecheck TARGET kvc_sanitizer_planted ARGS shared-race
+#                          EXPECT_REPORT "Race reported between")   # passes only if the tool reports it
+#
+# KVC_COMPUTE_SANITIZER (found at configure time, else looked up on PATH when the entry runs) and
+# the device probe target kvc_cuda_device_probe must exist.
+function(kvc_add_sanitizer_test)
+  cmake_parse_arguments(S "" "NAME;TOOL;TARGET;TIMEOUT;EXPECT_REPORT" "ARGS;ENVIRONMENT" ${ARGN})
+  if(NOT S_NAME OR NOT S_TOOL OR NOT S_TARGET)
+    message(FATAL_ERROR "kvc_add_sanitizer_test needs NAME, TOOL and TARGET")
+  endif()
+  if(NOT S_TOOL MATCHES "^(memcheck|racecheck|initcheck|synccheck)$")
+    message(FATAL_ERROR "kvc_add_sanitizer_test(${S_NAME}): unknown tool '${S_TOOL}'")
+  endif()
+  if(NOT S_TIMEOUT)
+    set(S_TIMEOUT 300)
+  endif()
+  math(EXPR S_TIMEOUT "${S_TIMEOUT} * ${KVC_TEST_TIMEOUT_SCALE}")
+  set(expect)
+  if(DEFINED S_EXPECT_REPORT)
+    set(expect --expect-report "${S_EXPECT_REPORT}")
+  endif()
+  add_test(NAME ${S_NAME}
+           COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/kvc_sanitizer_run.sh --tool ${S_TOOL}
+                   --probe $<TARGET_FILE:kvc_cuda_device_probe> --sanitizer "${KVC_COMPUTE_SANITIZER}" ${expect}
+                   -- $<TARGET_FILE:${S_TARGET}> ${S_ARGS})
+  set_tests_properties(${S_NAME} PROPERTIES LABELS "gpu;sanitizer" SKIP_RETURN_CODE 77 TIMEOUT ${S_TIMEOUT})
+  if(S_ENVIRONMENT)
+    set_tests_properties(${S_NAME} PROPERTIES ENVIRONMENT "${S_ENVIRONMENT}")
+  endif()
 endfunction()

@@ -18,6 +18,8 @@
 #include "kvc/testkit/case_builder.h"
 #include "kvc/testkit/rule_breakers.h"
 #include "kvc/testkit/small_cases.h"
+#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
+#include "kvc/testkit/store_cases.h"
 
 namespace kvc {
 namespace {
@@ -59,6 +61,13 @@ INSTANTIATE_TEST_SUITE_P(Rules, InvalidInput, ::testing::ValuesIn(testkit::rule_
 TEST(InvalidInputMatrix, EveryErrorCodeHasABreaker) {
   std::set<ErrorCode> covered;
   for (const testkit::RuleBreaker& b : testkit::rule_breakers()) covered.insert(b.code);
+  // The store op's own rules (131-135) are broken on store cases (store_rotated_test).
+  for (const testkit::StoreRuleBreaker& b : testkit::store_rule_breakers()) covered.insert(b.code);
+  // The stacked context-KV op's rules are broken on stacked cases (stacked_ctx_kv_validate_test,
+  // which also sends the two requests 157 and 158).
+  for (const testkit::StackedRuleBreaker& b : testkit::stacked_rule_breakers()) covered.insert(b.code);
+  covered.insert(ErrorCode::kStackedPathIneligible);
+  covered.insert(ErrorCode::kStackedParamsMismatch);
   for (ErrorCode code : kAllErrorCodes) {
     if (code == ErrorCode::kOk) continue;
     EXPECT_TRUE(covered.count(code)) << "no negative test for E" << static_cast<int>(code) << " " << error_name(code);

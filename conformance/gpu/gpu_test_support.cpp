@@ -1,7 +1,10 @@
 // gpu_test_support.cpp: see gpu_test_support.h.
 #include "gpu_test_support.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/testkit/approx_rsqrt.h"
@@ -10,6 +13,23 @@
 #include "kvc/testkit/backing_diff.h"
 
 namespace kvc::gpu {
+namespace {
+
+// compute-sanitizer's leak check reports what is still allocated when the CUDA context is
+// destroyed. KVC_DEVICE_RESET_AT_EXIT=1 (set by the memcheck entries) destroys it after the last
+// test, so that the report covers every allocation the suite and the library made.
+class DeviceResetAtExit : public ::testing::Environment {
+ public:
+  void TearDown() override { cudaDeviceReset(); }
+};
+
+const bool kDeviceResetAtExitRegistered = [] {
+  const char* v = std::getenv("KVC_DEVICE_RESET_AT_EXIT");
+  if (v != nullptr && std::string(v) == "1") ::testing::AddGlobalTestEnvironment(new DeviceResetAtExit);
+  return true;
+}();
+
+}  // namespace
 
 const testkit::KernelLibrary& kernel_library() {
   static const testkit::KernelLibrary library = [] {

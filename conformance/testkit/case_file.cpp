@@ -2,8 +2,11 @@
 #include "kvc/testkit/case_file.h"
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
+
+#include "kvc/testkit/case_fields_io.h"
 
 namespace kvc::testkit {
 namespace {
@@ -108,38 +111,19 @@ std::string changed_meaning(const InsertCase& c, int version) {
   return {};
 }
 
+// Case files carry a tensor's bytes inline, as hex under "bytes" (case_fields_io.h).
+TensorBytesCodec hex_bytes_codec() {
+  return {[](std::string_view, const HostTensor& t, json& object) { object["bytes"] = to_hex(t.bytes); },
+          [](std::string_view, const json& object) { return from_hex(object.at("bytes").get<std::string>()); }};
+}
+
 }  // namespace
 
-json case_to_json(const InsertCase& c) {
-  const CacheGeometry& g = c.cache;
-  return json{
-      {"contract_version", kContractVersion},
-      {"op", c.op == InsertOp::kLegacy ? "legacy" : "kv_only"},
-      {"kv", tensor_to_json(c.kv)},
-      {"slots", tensor_to_json(c.slots)},
-      {"positions", tensor_to_json(c.positions)},
-      {"cos_sin", tensor_to_json(c.cos_sin)},
-      {"fp8_scale", tensor_to_json(c.fp8_scale)},
-      {"cache", json{{"dtype", static_cast<int>(g.dtype)},
-                     {"rank", g.rank},
-                     {"num_blocks", g.num_blocks},
-                     {"block_size", g.block_size},
-                     {"width", g.width},
-                     {"strides", {g.stride0, g.stride1, g.stride2}},
-                     {"offset_bytes", g.offset_bytes},
-                     {"device", g.device}}},
-      {"block_size", c.block_size},
-      {"kv_mxfp8", c.kv_mxfp8},
-      {"q", tensor_to_json(c.q)},
-      {"q_out", c.op == InsertOp::kLegacy ? meta_to_json(c.q_out) : json(nullptr)},
-      {"q_scale_inv", tensor_to_json(c.q_scale_inv)},
-      {"eps", c.eps},
-      {"apply_q_norm", c.apply_q_norm},
-      {"apply_q_rope", c.apply_q_rope},
-      {"q_interleaved", c.q_interleaved},
-      {"kv_norm_weight", tensor_to_json(c.kv_norm_weight)},
-      {"kv_norm_eps", c.kv_norm_eps},
-  };
+json case_to_json(const InsertCase& c, const oracle::Profile& profile) {
+  json j = insert_case_fields_to_json(c, hex_bytes_codec());
+  j["contract_version"] = kContractVersion;
+  j["profile"] = oracle::profile_name(profile);
+  return j;
 }
 
 InsertCase case_from_json(const json& j) {
@@ -150,36 +134,13 @@ InsertCase case_from_json(const json& j) {
                                ", unknown to this build (version " + std::to_string(kContractVersion) +
                                "): refusing to guess what its bytes mean");
     InsertCase c;
-    c.op = j.at("op").get<std::string>() == "legacy" ? InsertOp::kLegacy : InsertOp::kKvOnly;
-    c.kv = tensor_from_json(j.at("kv"));
-    c.slots = tensor_from_json(j.at("slots"));
-    c.positions = tensor_from_json(j.at("positions"));
-    c.cos_sin = tensor_from_json(j.at("cos_sin"));
-    c.fp8_scale = tensor_from_json(j.at("fp8_scale"));
-    const json& g = j.at("cache");
-    c.cache.dtype = static_cast<DType>(g.at("dtype").get<int>());
-    c.cache.rank = g.at("rank").get<int>();
-    c.cache.num_blocks = g.at("num_blocks").get<std::int64_t>();
-    c.cache.block_size = g.at("block_size").get<std::int64_t>();
-    c.cache.width = g.at("width").get<std::int64_t>();
-    const auto strides = g.at("strides").get<std::vector<std::int64_t>>();
-    if (strides.size() != 3) throw std::runtime_error("cache.strides needs 3 entries");
-    c.cache.stride0 = strides[0];
-    c.cache.stride1 = strides[1];
-    c.cache.stride2 = strides[2];
-    c.cache.offset_bytes = g.at("offset_bytes").get<std::int64_t>();
-    c.cache.device = g.at("device").get<int>();
-    c.block_size = j.at("block_size").get<std::int64_t>();
-    c.kv_mxfp8 = j.at("kv_mxfp8").get<bool>();
-    c.q = tensor_from_json(j.at("q"));
-    if (!j.at("q_out").is_null()) c.q_out = meta_from_json(j.at("q_out"));
-    c.q_scale_inv = tensor_from_json(j.at("q_scale_inv"));
-    c.eps = j.at("eps").get<float>();
-    c.apply_q_norm = j.at("apply_q_norm").get<bool>();
-    c.apply_q_rope = j.at("apply_q_rope").get<bool>();
-    c.q_interleaved = j.at("q_interleaved").get<bool>();
-    c.kv_norm_weight = tensor_from_json(j.at("kv_norm_weight"));
-    c.kv_norm_eps = j.at("kv_norm_eps").get<float>();
+    if (is_stacked_case_file(j))
+      throw std::runtime_error("a stacked_ctx_kv case file: read it with stacked_case_from_json");
+    try {
+      c = insert_case_fields_from_json(j, hex_bytes_codec());
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(std::string("malformed case file: ") + e.what());
+    }
     if (const std::string why = changed_meaning(c, version); !why.empty())
       throw std::runtime_error("case written under contract version " + std::to_string(version) +
                                " does not mean the same under version " + std::to_string(kContractVersion) + ": " +
@@ -187,6 +148,81 @@ InsertCase case_from_json(const json& j) {
     return c;
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed case file: ") + e.what());
+  }
+}
+
+oracle::Profile case_profile_from_json(const json& j) {
+  if (!j.contains("profile")) return oracle::vllm_profile();
+  if (!j.at("profile").is_string()) throw std::runtime_error("malformed case file: \"profile\" must be a string");
+  std::string error;
+  const auto p = oracle::parse_profile(j.at("profile").get<std::string>(), &error);
+  if (!p) throw std::runtime_error("case file names an implementation profile this build cannot read: " + error);
+  return *p;
+}
+
+bool is_stacked_case_file(const json& j) {
+  return j.is_object() && j.contains("op") && j.at("op").is_string() && j.at("op").get<std::string>() == "stacked_ctx_kv";
+}
+
+json stacked_case_to_json(const StackedCtxKvCase& c) {
+  json layers = json::array();
+  for (const StackedCtxKvLayer& l : c.layers) {
+    std::uint32_t eps_bits;
+    std::memcpy(&eps_bits, &l.eps, sizeof eps_bits);
+    layers.push_back(json{{"qkv_weight", tensor_to_json(l.qkv_weight)},
+                          {"qkv_bias", tensor_to_json(l.qkv_bias)},
+                          {"k_norm_weight", tensor_to_json(l.k_norm_weight)},
+                          {"cos_sin", tensor_to_json(l.cos_sin)},
+                          {"eps", l.eps},
+                          {"eps_bits", eps_bits},
+                          {"q_size", l.q_size},
+                          {"num_kv_heads", l.num_kv_heads},
+                          {"head_dim", l.head_dim},
+                          {"quantized", l.quantized},
+                          {"k_pool", meta_to_json(l.k_pool)},
+                          {"v_pool", meta_to_json(l.v_pool)}});
+  }
+  return json{{"contract_version", kContractVersion},
+              {"op", "stacked_ctx_kv"},
+              {"x", tensor_to_json(c.x)},
+              {"positions", tensor_to_json(c.positions)},
+              {"cache_loc", tensor_to_json(c.cache_loc)},
+              {"layers", std::move(layers)}};
+}
+
+StackedCtxKvCase stacked_case_from_json(const json& j) {
+  try {
+    if (!is_stacked_case_file(j))
+      throw std::runtime_error("not a stacked_ctx_kv case file (op \"" + j.value("op", std::string("?")) +
+                               "\"): read it with case_from_json");
+    const int version = j.at("contract_version").get<int>();
+    if (version != kContractVersion)
+      throw std::runtime_error("stacked_ctx_kv case written under contract version " + std::to_string(version) +
+                               ": only version " + std::to_string(kContractVersion) +
+                               " fixes this op's order of operations (docs/contract.md §4.5, §8)");
+    StackedCtxKvCase c;
+    c.x = tensor_from_json(j.at("x"));
+    c.positions = tensor_from_json(j.at("positions"));
+    c.cache_loc = tensor_from_json(j.at("cache_loc"));
+    for (const json& lj : j.at("layers")) {
+      StackedCtxKvLayer l;
+      l.qkv_weight = tensor_from_json(lj.at("qkv_weight"));
+      l.qkv_bias = tensor_from_json(lj.at("qkv_bias"));
+      l.k_norm_weight = tensor_from_json(lj.at("k_norm_weight"));
+      l.cos_sin = tensor_from_json(lj.at("cos_sin"));
+      const std::uint32_t eps_bits = lj.at("eps_bits").get<std::uint32_t>();
+      std::memcpy(&l.eps, &eps_bits, sizeof eps_bits);
+      l.q_size = lj.at("q_size").get<std::int64_t>();
+      l.num_kv_heads = lj.at("num_kv_heads").get<std::int64_t>();
+      l.head_dim = lj.at("head_dim").get<std::int64_t>();
+      l.quantized = lj.at("quantized").get<bool>();
+      l.k_pool = meta_from_json(lj.at("k_pool"));
+      l.v_pool = meta_from_json(lj.at("v_pool"));
+      c.layers.push_back(std::move(l));
+    }
+    return c;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("malformed stacked_ctx_kv case file: ") + e.what());
   }
 }
 

@@ -8,8 +8,10 @@
 #include <deque>
 #include <memory>
 
+#include "kvc/testkit/abi_profile.h"
 #include "kvc/testkit/backing.h"
 #include "kvc/validate.h"
+#include "kvc/validate_store.h"
 
 namespace kvc::testkit {
 namespace {
@@ -40,6 +42,8 @@ std::string dtype_name(DType t) {
 }
 
 bool has_dl_dtype(DType t) { return dtype_size(t) != 0; }
+
+}  // namespace
 
 DLDataType dl_dtype(DType t) {
   auto make = [](unsigned code, unsigned bits) {
@@ -83,6 +87,8 @@ TensorMeta cache_meta(const CacheGeometry& g) {
   m.device = g.device;
   return m;
 }
+
+namespace {
 
 std::string meta_inexpressible(const std::string& name, const TensorMeta& m) {
   if (m.sizes.size() != m.strides.size())
@@ -464,6 +470,72 @@ Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, fl
   const std::vector<std::uint8_t> bytes = call.take_payload(out_buffer);
   out->assign(static_cast<std::size_t>(rows * kHeadDim), 0);
   std::memcpy(out->data(), bytes.data() + out_meta.offset_bytes, out->size() * sizeof(std::uint16_t));
+  return status;
+}
+
+oracle::Profile DeviceBackend::declared_profile(const InsertCase& c) const {
+  const auto format = format_of(c);
+  if ((c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy) || !format || !has_dl_dtype(c.kv.meta.dtype))
+    return Backend::declared_profile(c);
+  const std::int32_t op = c.op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
+  const kvc_op_support s = query_support(op, static_cast<std::int32_t>(*format), dl_dtype(c.kv.meta.dtype));
+  return profile_from_op_support(s, library_.abi_version(), op);
+}
+
+Support DeviceBackend::supports_store(const StoreCase& c) const {
+  if (library_.abi().kvc_store_rotated == nullptr)
+    return {false, library_.name() + " does not export kvc_store_rotated (the store op is optional since ABI 1.1)"};
+  if (!validate_store_rotated(c, ValidationLevel::kStrict).ok()) return {};  // rejected on the host
+  const RecordFormat f = store_format(c);
+  const kvc_op_support s = query_support(KVC_OP_STORE_ROTATED, static_cast<std::int32_t>(f), dl_dtype(DType::kBF16));
+  if (s.supported) return {};
+  return {false, library_.name() + " does not implement store_rotated for " + std::string(layout_of(f).name) + ": " +
+                     (s.reason ? s.reason : "(no reason given)")};
+}
+
+oracle::Profile DeviceBackend::declared_store_profile(const StoreCase& c) const {
+  const kvc_op_support s =
+      query_support(KVC_OP_STORE_ROTATED, static_cast<std::int32_t>(store_format(c)), dl_dtype(DType::kBF16));
+  return profile_from_op_support(s, library_.abi_version(), KVC_OP_STORE_ROTATED);
+}
+
+Status DeviceBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) {
+  checks_ = DeviceRunChecks{};
+  if (options_.host_validation) {
+    if (Status s = validate_store_rotated(c, ValidationLevel::kStrict, ValueAccess::kMetadataAndValues); !s.ok())
+      return s;
+    if (Status s = validate_store_backing(c, backing); !s.ok()) return s;
+  }
+  if (library_.abi().kvc_store_rotated == nullptr)
+    throw KernelCallError(library_.describe() + " does not export kvc_store_rotated: check supports_store() first");
+  for (const auto& [name, m] : {std::make_pair("rows", &c.rows.meta), std::make_pair("indices", &c.indices.meta),
+                                std::make_pair("kv_cache", &c.cache)})
+    if (std::string why = meta_inexpressible(name, *m); !why.empty())
+      throw std::invalid_argument("the store case cannot be passed through the kernel ABI: " + why);
+
+  DeviceCall call(current_device());
+  kvc_store_rotated_args a{};
+  a.struct_size = sizeof a;
+  a.rows = call.input("rows", c.rows);
+  a.indices = call.input("indices", c.indices);
+  const std::int64_t cache_guard = std::clamp(store_cache_geometry(c).checked_page_stride_bytes().value_or(0),
+                                              kDeviceGuardBytes, kMaxCacheGuardBytes);
+  const std::size_t cache_buffer = call.add_buffer("kv_cache (backing)", backing, false, cache_guard);
+  a.kv_cache = call.view(cache_buffer, c.cache);
+  a.block_size = c.block_size;
+  a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
+
+  char error[kErrorCapacity] = {0};
+  ++abi_calls_;
+  const int rc = library_.abi().kvc_store_rotated(&a, stream(), error, sizeof error);
+  checks_.abi_called = true;
+  error[kErrorCapacity - 1] = '\0';
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())), "synchronising after kvc_store_rotated");
+  call.download_and_check(rc != KVC_STATUS_OK, &checks_.damage);
+  const Status status = status_of(rc, "kvc_store_rotated", error);
+  finish_damage_checks();
+  if (!status.ok()) return status;
+  backing = call.take_payload(cache_buffer);
   return status;
 }
 

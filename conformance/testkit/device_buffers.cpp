@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace kvc::testkit {
@@ -57,6 +58,16 @@ std::uint8_t guard_byte(std::int64_t index) {
   return static_cast<std::uint8_t>((static_cast<std::uint64_t>(index) * 0x9E3779B97F4A7C15ull) >> 56);
 }
 
+std::int64_t device_guard_bytes(std::int64_t requested) {
+  static const bool off = [] {
+    const char* v = std::getenv(kDeviceGuardsEnv);
+    return v != nullptr && std::string(v) == "off";
+  }();
+  if (off) return 0;
+  return (std::max(requested, kDeviceGuardBytes) + kDeviceAllocationAlignment - 1) / kDeviceAllocationAlignment *
+         kDeviceAllocationAlignment;
+}
+
 void check_cuda(int cuda_error, const std::string& what) {
   if (cuda_error == cudaSuccess) return;
   const auto e = static_cast<cudaError_t>(cuda_error);
@@ -85,10 +96,10 @@ std::string BufferDamage::to_string() const {
 GuardedDeviceBuffer::GuardedDeviceBuffer(std::string name, const std::vector<std::uint8_t>& payload,
                                          std::int64_t guard_bytes)
     : name_(std::move(name)), payload_bytes_(static_cast<std::int64_t>(payload.size())) {
-  guard_bytes_ = (std::max(guard_bytes, kDeviceGuardBytes) + kDeviceAllocationAlignment - 1) /
-                 kDeviceAllocationAlignment * kDeviceAllocationAlignment;
+  guard_bytes_ = device_guard_bytes(guard_bytes);
   const std::int64_t total = payload_bytes_ + 2 * guard_bytes_;
-  check_cuda(cudaMalloc(&allocation_, static_cast<std::size_t>(total)),
+  // Never a 0-byte allocation (an empty payload without guards still gets a valid pointer).
+  check_cuda(cudaMalloc(&allocation_, static_cast<std::size_t>(std::max<std::int64_t>(total, 1))),
              "cudaMalloc of " + std::to_string(total) + " bytes for " + name_);
   const std::vector<std::uint8_t> guard = guard_pattern(guard_bytes_);
   auto* base = static_cast<std::uint8_t*>(allocation_);

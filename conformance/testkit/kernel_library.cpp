@@ -31,6 +31,7 @@ KernelLibrary KernelLibrary::builtin() {
   KernelAbi abi;
 #define KVC_ABI_BUILTIN(symbol) abi.symbol = &::symbol;
   KVC_ABI_SYMBOLS(KVC_ABI_BUILTIN)
+  KVC_ABI_OPTIONAL_SYMBOLS(KVC_ABI_BUILTIN)
 #undef KVC_ABI_BUILTIN
   return KernelLibrary(abi, "builtin");
 #else
@@ -59,6 +60,10 @@ KernelLibrary KernelLibrary::open(const std::string& path) {
   if (abi.symbol == nullptr) missing.push_back(#symbol);
   KVC_ABI_SYMBOLS(KVC_ABI_LOOKUP)
 #undef KVC_ABI_LOOKUP
+  // Optional entry points stay nullptr when absent; the backend reports their ops as skipped.
+#define KVC_ABI_OPTIONAL_LOOKUP(symbol) abi.symbol = reinterpret_cast<decltype(&::symbol)>(dlsym(handle, #symbol));
+  KVC_ABI_OPTIONAL_SYMBOLS(KVC_ABI_OPTIONAL_LOOKUP)
+#undef KVC_ABI_OPTIONAL_LOOKUP
   if (!missing.empty()) {
     std::string list;
     for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;

@@ -43,7 +43,9 @@ rc::Gen<std::int64_t> gen_tokens(std::int64_t max_tokens) {
       {8, rc::gen::withSize([max_tokens](int size) {
          return uniform_in<std::int64_t>(0, 1 + max_tokens * std::min(size, 100) / 100);
        })},
-      {1, pick_shrinking<std::int64_t>({0, 1, 1023, 1024, 1025, max_tokens})},
+      {1, pick_shrinking<std::int64_t>({0, 1, std::min<std::int64_t>(1023, max_tokens),
+                                        std::min<std::int64_t>(1024, max_tokens),
+                                        std::min<std::int64_t>(1025, max_tokens), max_tokens})},
   });
 }
 
@@ -80,7 +82,11 @@ CaseRecipe draw_recipe(const GenConfig& config, OpFormat choice) {
   CaseRecipe r;
   r.format = choice.format;
   r.op = choice.op;
-  r.tokens = *gen_tokens(config.max_tokens);
+  const bool legacy_sized = choice.op == InsertOp::kLegacy || config.legacy_sized;
+  const std::int64_t token_limit = legacy_sized && config.max_legacy_tokens > 0
+                                       ? std::min(config.max_tokens, config.max_legacy_tokens)
+                                       : config.max_tokens;
+  r.tokens = *gen_tokens(token_limit);
   r.block_size = *gen_block_size();
   r.extra_blocks = *uniform_in<std::int64_t>(0, 4);
   r.page_padding_units = *uniform_in<std::int64_t>(0, 9);

@@ -21,8 +21,11 @@
 #include "kvc/kernels/kv_insert.h"
 #include "kvc/kernels/kv_norm.h"
 #include "kvc/kernels/legacy_insert.h"
+#include "kvc/kernels/store_rotated.h"
 #include "kvc/status.h"
+#include "kvc/store_case.h"
 #include "kvc/validate.h"
+#include "kvc/validate_store.h"
 
 #ifndef KVC_KERNELS_VERSION
 #define KVC_KERNELS_VERSION "0.0.0"
@@ -276,6 +279,40 @@ Outcome kv_norm(const kvc_kv_norm_args* a, void* stream) {
                    [&] { return kvc::kernels::kv_norm(p, static_cast<cudaStream_t>(stream)); });
 }
 
+Outcome store_rotated(const kvc_store_rotated_args* a, void* stream) {
+  if (a == nullptr) return bad_argument("args is NULL");
+  if (!covers(a, KVC_END_OF(kvc_store_rotated_args, kv_mxfp8)))
+    return bad_argument("struct_size " + std::to_string(a->struct_size) + " does not cover kvc_store_rotated_args");
+  if (std::string d = first_defect({{a->rows, "rows"}, {a->kv_cache, "kv_cache"}, {a->indices, "indices"}}); !d.empty())
+    return bad_argument(d);
+
+  StoreCase c;
+  c.rows = metadata_tensor(*a->rows, DType::kF32);        // unknown dtype -> kKvDtype
+  c.indices = metadata_tensor(*a->indices, DType::kF32);  // -> kStoreIndicesInvalid
+  c.cache = tensor_meta(*a->kv_cache, DType::kF32);       // -> kStoreCacheNotPacked
+  c.block_size = a->block_size;
+  c.kv_mxfp8 = a->kv_mxfp8 != 0;
+  if (Status s = validate_store_rotated(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok())
+    return rejected(s);
+  const bool int32 = c.indices.meta.dtype == DType::kI32;
+  if (std::string m = first_misalignment({{{a->indices, "indices"}, int32 ? 4 : 8}}); !m.empty()) return misaligned(m);
+
+  const CacheGeometry g = store_cache_geometry(c);
+  StoreRotatedParams p;
+  p.rows = first_element(*a->rows);
+  p.indices = first_element(*a->indices);
+  p.indices_int32 = int32;
+  p.count = c.num_rows();
+  p.cache.base = first_element(*a->kv_cache);
+  p.cache.format = store_format(c);
+  p.cache.num_blocks = g.num_blocks;
+  p.cache.block_size = g.block_size;
+  p.cache.page_stride_bytes = g.page_stride_bytes();
+  if (p.count == 0) return {};
+  return launch_on(c.rows.meta.device, "launching the store op",
+                   [&] { return kvc::kernels::store_rotated(p, static_cast<cudaStream_t>(stream)); });
+}
+
 // Runs an entry point's body with no exception escaping into C.
 template <typename Body>
 int guarded(char* error, std::size_t capacity, Body&& body) {
@@ -309,6 +346,15 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   out->kv_norm_rsqrt = KVC_RSQRT_CORRECTLY_ROUNDED;
   out->supported = 0;
   out->reason = nullptr;
+  // Every op follows the contract's policies: profile vllm (written for callers of ABI 1.1+).
+  if (out->struct_size >= KVC_END_OF(kvc_op_support, amax_floor)) {
+    out->rope = KVC_ROPE_ROTATE;
+    out->clamp_order = KVC_CLAMP_MAX_THEN_MIN;
+    out->inf_block = KVC_INF_BLOCK_ZERO_INVERSE;
+    out->pad_byte = KVC_PAD_BYTE_WRITTEN;
+    out->scale_exponent = KVC_SCALE_EXPONENT_LOG2F;
+    out->amax_floor = KVC_AMAX_FLOOR_BEFORE_DIVIDE;
+  }
   const auto dtype = kvc::kernels::abi::dtype_of(kv_dtype);
   const bool bf16 = dtype == kvc::DType::kBF16;
   const bool fp16 = dtype == kvc::DType::kF16;
@@ -336,6 +382,20 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
       else
         out->supported = 1;
       break;
+    case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
+      if (!bf16 && !fp16)
+        out->reason = "the stacked context-KV projection takes bf16 or fp16 x";
+      else
+        out->supported = 1;
+      break;
+    case KVC_OP_STORE_ROTATED:
+      if (format != KVC_FORMAT_PACKED584 && format != KVC_FORMAT_PACKED528)
+        out->reason = "the store op writes packed records only (docs/contract.md §6.4)";
+      else if (!bf16)
+        out->reason = "the store op takes bf16 rows only (docs/contract.md §6.4)";
+      else
+        out->supported = 1;
+      break;
     default:
       out->reason = "unknown op";
       break;
@@ -357,6 +417,12 @@ KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* s
 
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {
   return kvc::kernels::abi::guarded(error, error_capacity, [&] { return kvc::kernels::abi::kv_norm(args, stream); });
+}
+
+KVC_ABI_EXPORT int kvc_store_rotated(const kvc_store_rotated_args* args, void* stream, char* error,
+                                     size_t error_capacity) {
+  return kvc::kernels::abi::guarded(error, error_capacity,
+                                    [&] { return kvc::kernels::abi::store_rotated(args, stream); });
 }
 
 }  // extern "C"

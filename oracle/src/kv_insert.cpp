@@ -4,31 +4,15 @@
 #include <cmath>
 
 #include "kvc/oracle/bf16.h"
-#include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/parallel_rows.h"
+#include "kvc/oracle/quantize.h"
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
 #include "kvc/oracle/storage16.h"
-#include "kvc/oracle/ue8m0.h"
+#include "kvc/oracle/store_rotated.h"
 
 namespace kvc::oracle {
 namespace {
-
-// The ties-away mutant: at an exact midpoint the two neighbours of v encode differently; pick
-// the one farther from zero.
-std::uint8_t e4m3_ties_away(float v) {
-  const float toward = std::nextafter(v, 0.0f);
-  const float away = std::nextafter(v, std::signbit(v) ? -INFINITY : INFINITY);
-  if (!std::isnan(v) && v != 0.0f && e4m3_encode(toward) != e4m3_encode(away)) {
-    const std::uint8_t exact = e4m3_encode(v);
-    if (e4m3_decode(exact) != clamp_fp8_range(v)) return e4m3_encode(away);
-  }
-  return e4m3_encode(v);
-}
-
-std::uint8_t quantize(float scaled, const OracleOptions& o) {
-  return o.mutation == OracleMutation::kTiesAwayFromZero ? e4m3_ties_away(scaled) : e4m3_encode(scaled);
-}
 
 void put16(std::vector<std::uint8_t>& b, std::int64_t off, std::uint16_t v) {
   b[static_cast<std::size_t>(off)] = static_cast<std::uint8_t>(v & 0xFF);
@@ -37,7 +21,7 @@ void put16(std::vector<std::uint8_t>& b, std::int64_t off, std::uint16_t v) {
 
 }  // namespace
 
-void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x, std::optional<float> kv_norm_inverse) {
+void kv_row_before_rope(const InsertCase& c, std::int64_t row, float* x, std::optional<float> kv_norm_inverse) {
   const DType dt = c.kv.meta.dtype;
   for (int d = 0; d < kHeadDim; ++d) x[d] = widen16(c.kv.load<std::uint16_t>(row * kHeadDim + d), dt);
   if (c.kv_norm_weight.present) {
@@ -45,6 +29,10 @@ void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x, std::opt
     for (int d = 0; d < kHeadDim; ++d) w[d] = c.kv_norm_weight.load<std::uint16_t>(d);
     kv_norm_row_with_inverse(x, w, kv_norm_inverse ? *kv_norm_inverse : row_rms_inverse(x, c.kv_norm_eps));
   }
+}
+
+void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* x, std::optional<float> kv_norm_inverse) {
+  kv_row_before_rope(c, row, x, kv_norm_inverse);
   rope_at_row_position(c, row, x);
 }
 
@@ -65,32 +53,27 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
                    std::vector<std::uint8_t>& backing, const OracleOptions& o, std::optional<float> kv_norm_inverse) {
   const std::int64_t slot = c.slots.load<std::int64_t>(row);
   if (slot < 0) return;
-  float x[kHeadDim];
-  kv_row_after_rope(c, row, x, kv_norm_inverse);
   const RecordLayout& l = view.layout();
   const DType dt = c.kv.meta.dtype;
-  const std::int64_t data = token_data_offset(view, slot);
 
   if (l.paged_regions) {
-    float y[kHeadDim];
-    for (int d = 0; d < kHeadDim; ++d) y[d] = widen16(narrow16(x[d], dt), dt);  // round trip to storage dtype
-    const std::int64_t scales = token_scale_offset(view, slot);
-    for (int k = 0; k < l.scale_blocks; ++k) {
-      const float* block = y + k * l.quant_block_dims;
-      const BlockScale s = block_scale(block, l.quant_block_dims, o.exponent_rule);
-      for (int i = 0; i < l.quant_block_dims; ++i) {
-        const int d = k * l.quant_block_dims + i;
-        backing[static_cast<std::size_t>(data + d)] = quantize(block[i] * s.inverse, o);
-      }
-      backing[static_cast<std::size_t>(scales + k)] = s.byte;
+    // RoPE, the round trip to the storage dtype, then the store op's encoder (store_rotated.h).
+    std::uint16_t row16[kHeadDim];
+    if (o.profile.rope == RopePolicy::kNone && !c.kv_norm_weight.present) {
+      rotated_row16(c, row, o.profile, row16);
+    } else {
+      float x[kHeadDim];
+      kv_row_before_rope(c, row, x, kv_norm_inverse);
+      if (o.profile.rope == RopePolicy::kRotate) rope_at_row_position(c, row, x);
+      for (int d = 0; d < kHeadDim; ++d) row16[d] = narrow16(x[d], dt);
     }
-    for (int d = l.fp8_dims; d < kHeadDim; ++d)
-      put16(backing, data + dim_offset_in_data(view.format, d), narrow16(y[d], dt));
-    if (l.scale_bytes > l.scale_blocks)
-      backing[static_cast<std::size_t>(scales + l.scale_blocks)] =
-          o.mutation == OracleMutation::kScalePadOne ? 0x01 : kScalePadByte;
+    store_rotated_row(row16, dt, view, slot, backing, o);
     return;
   }
+  float x[kHeadDim];
+  kv_row_before_rope(c, row, x, kv_norm_inverse);
+  if (o.profile.rope == RopePolicy::kRotate) rope_at_row_position(c, row, x);
+  const std::int64_t data = token_data_offset(view, slot);
   if (view.format == RecordFormat::kFp8_512) {
     const float inv = 1.0f / c.fp8_scale.load<float>(0);  // reciprocal once, then multiplies
     for (int d = 0; d < kHeadDim; ++d) backing[static_cast<std::size_t>(data + d)] = quantize(x[d] * inv, o);

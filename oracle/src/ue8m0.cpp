@@ -37,6 +37,12 @@ float inverse_scale(float exponent) {
 }
 
 BlockScale block_scale(const float* values, int count, ExponentRule rule) {
+  ScaleRules rules;
+  rules.exponent = rule;
+  return block_scale(values, count, rules);
+}
+
+BlockScale block_scale(const float* values, int count, const ScaleRules& rules) {
   // fmaxf(amax, |v|) over the block, spelled as a compare: a NaN compares false and is ignored,
   // exactly as fmaxf ignores a NaN operand, and amax itself is never NaN. (The library call per
   // element cost more than the rest of the block's scale.)
@@ -45,10 +51,18 @@ BlockScale block_scale(const float* values, int count, ExponentRule rule) {
     const float a = std::fabs(values[i]);
     if (a > amax) amax = a;
   }
-  if (amax < kAmaxFloor) amax = kAmaxFloor;
-  const float q = amax / kFp8Max;
-  const float exponent = scale_exponent(q, rule);
-  return BlockScale{amax, exponent, inverse_scale(exponent), ue8m0_encode(exponent)};
+  float q;
+  if (rules.amax_floor == AmaxFloor::kBeforeDivide) {
+    if (amax < kAmaxFloor) amax = kAmaxFloor;
+    q = amax / kFp8Max;
+  } else {
+    q = amax / kFp8Max;
+    if (q < kAmaxFloor) q = kAmaxFloor;
+  }
+  const float exponent = scale_exponent(q, rules.exponent);
+  float inverse = inverse_scale(exponent);
+  if (std::isinf(exponent) && rules.inf_block == InfBlockInverse::kNegativeInfinity) inverse = -INFINITY;
+  return BlockScale{amax, exponent, inverse, ue8m0_encode(exponent)};
 }
 
 }  // namespace kvc::oracle

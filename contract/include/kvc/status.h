@@ -49,6 +49,30 @@ namespace kvc {
   X(kWrongOp,                          128, "the case is for the other op (or names no op)")               \
   X(kTensorMetaInvalid,                129, "tensor metadata is malformed: rank, sign, dtype or an int64 overflow") \
   X(kCacheGeometryInvalid,             130, "cache geometry is malformed: a negative value or an int64 overflow") \
+  X(kStackedXDtype,                    140, "stacked_ctx_kv: x must be bfloat16 or float16")               \
+  X(kStackedXShape,                    141, "stacked_ctx_kv: x must be [tokens, hidden] with hidden > 0")  \
+  X(kStackedXNotContiguous,            142, "stacked_ctx_kv: x must be contiguous")                        \
+  X(kStackedLayerCount,                143, "stacked_ctx_kv: the model must have 1 to 32 layers")          \
+  X(kStackedWeightDtype,               144, "stacked_ctx_kv: a QKV weight must be bfloat16 or float16")    \
+  X(kStackedWeightShape,               145, "stacked_ctx_kv: a QKV weight must be [q_size + 2 * kv_size, hidden]") \
+  X(kStackedWeightNotContiguous,       146, "stacked_ctx_kv: a QKV weight must be contiguous")             \
+  X(kStackedBiasInvalid,               147, "stacked_ctx_kv: a QKV bias must be contiguous [q_size + 2 * kv_size] of the weight's dtype") \
+  X(kStackedNormWeightInvalid,         148, "stacked_ctx_kv: a K-norm weight must be contiguous [head_dim] of the weight's dtype") \
+  X(kStackedHeadGeometry,              149, "stacked_ctx_kv: head_dim must be even in [2, 512], kv heads >= 1, q_size >= 0") \
+  X(kStackedPositionsInvalid,          150, "stacked_ctx_kv: positions must be contiguous 1-D int64, one per token") \
+  X(kStackedCacheLocInvalid,           151, "stacked_ctx_kv: cache_loc must be contiguous 1-D int64, one per token") \
+  X(kStackedCosSinInvalid,             152, "stacked_ctx_kv: a rotary table must be contiguous float32 [max_pos, head_dim]") \
+  X(kStackedPoolDtype,                 153, "stacked_ctx_kv: K and V pools must have x's dtype")           \
+  X(kStackedPoolShape,                 154, "stacked_ctx_kv: K and V pools must be [slots, kv heads, head_dim]") \
+  X(kStackedPoolStride,                155, "stacked_ctx_kv: a pool slot must be contiguous: stride(2) == 1, stride(1) == head_dim") \
+  X(kStackedDeviceMismatch,            156, "stacked_ctx_kv: every tensor must be on x's device")          \
+  X(kStackedPathIneligible,            157, "stacked_ctx_kv: the stacked path was requested for an ineligible model") \
+  X(kStackedParamsMismatch,            158, "stacked_ctx_kv: the stacked weight and bias must be the layers' KV rows, concatenated") \
+  X(kStoreIndicesInvalid,              131, "store indices must be contiguous 1-D int32 or int64")        \
+  X(kStoreIndicesRowMismatch,          132, "the store op takes exactly one index per row")               \
+  X(kStoreCacheNotPacked,              133, "the store op writes packed records: its cache must be uint8") \
+  X(kStoreCacheRank,                   134, "the store cache must be [pages, block_size, width] or [pages, page bytes]") \
+  X(kStorePageBytesTooSmall,           135, "a [pages, page bytes] store cache's page must hold block_size records") \
   X(kPageStrideBelowDense,             201, "page stride is smaller than the dense page")                  \
   X(kMisaligned,                       202, "a base address or stride is not 16-byte aligned")             \
   X(kSlotOutOfRange,                   203, "a slot lies beyond num_blocks * block_size")                  \
@@ -56,8 +80,13 @@ namespace kvc {
   X(kPositionOutOfRange,               205, "a position lies outside [0, max_pos)")                        \
   X(kFp8ScaleValue,                    206, "fp8 KV scale must be finite and > 0")                         \
   X(kQScaleValue,                      207, "q fp8 reciprocal scale must be finite and > 0")               \
+  X(kStackedPoolSlotsOverlap,          210, "stacked_ctx_kv: a pool's slot stride is smaller than one slot") \
+  X(kStackedSlotOutOfRange,            211, "stacked_ctx_kv: a cache_loc entry lies beyond a layer's pool") \
+  X(kStackedDuplicateSlot,             212, "stacked_ctx_kv: two tokens map to the same cache_loc")        \
+  X(kStackedPositionOutOfRange,        213, "stacked_ctx_kv: a written token's position lies outside a rotary table") \
   X(kBackingTooSmall,                  301, "the cache backing buffer does not cover the cache view")      \
   X(kOutputTooSmall,                   302, "the q output buffer does not match q_out")               \
+  X(kStackedPoolBufferTooSmall,        310, "stacked_ctx_kv: a K or V pool buffer does not cover its pool view") \
   X(kInputTooSmall,                    303, "a tensor's bytes do not cover its shape and strides")
 // clang-format on
 

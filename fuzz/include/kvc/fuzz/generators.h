@@ -24,6 +24,12 @@ struct GenConfig {
   // Invalid problems: draw a rule of testkit::rule_breakers() uniformly (its index becomes the
   // input's aux), then a valid case of an op and format the rule applies to.
   bool rule_breaking = false;
+  // When > 0, problems that run through the legacy op draw at most this many tokens: a legacy
+  // call carries q_in and q_out for up to 128 heads (up to 272 KiB per token), so a campaign that
+  // raises max_tokens for the KV-only op keeps legacy problems smaller. legacy_sized: every
+  // problem of the property is sized so (a property that re-runs a KV-only problem as legacy).
+  std::int64_t max_legacy_tokens = 0;
+  bool legacy_sized = false;
 };
 
 rc::Gen<CaseRecipe> gen_recipe(GenConfig config);

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define KVC_KERNEL_ABI_VERSION_MAJOR 1
-#define KVC_KERNEL_ABI_VERSION_MINOR 0
+#define KVC_KERNEL_ABI_VERSION_MINOR 1
 #define KVC_KERNEL_ABI_VERSION       (KVC_KERNEL_ABI_VERSION_MAJOR * 1000 + KVC_KERNEL_ABI_VERSION_MINOR)
 
 /* DLPack 1.1 type codes that older dlpack.h headers (Debian 12 ships 0.6) do not name. */
@@ -59,7 +59,9 @@ extern "C" {
 typedef enum kvc_op {
   KVC_OP_KV_ONLY_INSERT = 0, /* fused_deepseek_v4_kv_rope_insert, optional kv_norm in front */
   KVC_OP_LEGACY_INSERT = 1,  /* the Q+KV "dummy query" op, and the full-cache Q paths */
-  KVC_OP_KV_NORM = 2         /* standalone kv_norm */
+  KVC_OP_KV_NORM = 2,        /* standalone kv_norm */
+  KVC_OP_STORE_ROTATED = 3,  /* since 1.1: normed and rotated rows -> packed records (no RoPE) */
+  KVC_OP_STACKED_CTX_KV = 4  /* since 1.1: DSpark stacked context-KV projection and pool write */
 } kvc_op;
 
 /* Record formats; the numbers are kvconform's RecordFormat numbers. */
@@ -77,6 +79,34 @@ typedef enum kvc_format {
  * of the correctly rounded r). */
 typedef enum kvc_rsqrt_mode { KVC_RSQRT_CORRECTLY_ROUNDED = 0, KVC_RSQRT_APPROXIMATE = 1 } kvc_rsqrt_mode;
 
+/* Implementation profile policies (since 1.1; docs/contract.md §6): where real kernels
+ * legitimately differ from the contract. 0 is always the contract's choice (profile vllm); the
+ * suite compares a library's bytes with the oracle run under the policies it declares. */
+typedef enum kvc_rope_policy {
+  KVC_ROPE_ROTATE = 0, /* the op rotates dims 448..511; packed584 stores bf() of them */
+  KVC_ROPE_NONE = 1    /* rows arrive rotated: no rotation, packed584 stores the input bits */
+} kvc_rope_policy;
+typedef enum kvc_clamp_order {
+  KVC_CLAMP_MAX_THEN_MIN = 0, /* fminf(fmaxf(v, -448), 448): NaN -> 0xFE */
+  KVC_CLAMP_MIN_THEN_MAX = 1  /* fmaxf(fminf(v, 448), -448): NaN -> 0x7E */
+} kvc_clamp_order;
+typedef enum kvc_inf_block_policy {
+  KVC_INF_BLOCK_ZERO_INVERSE = 0,             /* a block holding +-Inf: inv = 2^-E = 0 */
+  KVC_INF_BLOCK_NEGATIVE_INFINITY_INVERSE = 1 /* inv = -Inf (bits 0xFF800000) */
+} kvc_inf_block_policy;
+typedef enum kvc_pad_byte_policy {
+  KVC_PAD_BYTE_WRITTEN = 0,    /* packed584 scale byte 7 written 0x00 */
+  KVC_PAD_BYTE_NOT_WRITTEN = 1 /* left as it was */
+} kvc_pad_byte_policy;
+typedef enum kvc_scale_exponent_rule {
+  KVC_SCALE_EXPONENT_LOG2F = 0, /* E = ceil(RN_f32(log2 q)), the device log2f */
+  KVC_SCALE_EXPONENT_EXACT = 1  /* E = ceil(log2 q) from the bits of q */
+} kvc_scale_exponent_rule;
+typedef enum kvc_amax_floor_policy {
+  KVC_AMAX_FLOOR_BEFORE_DIVIDE = 0, /* q = max(amax, 1e-4) / 448 */
+  KVC_AMAX_FLOOR_AFTER_DIVIDE = 1   /* q = max(amax / 448, 1e-4) */
+} kvc_amax_floor_policy;
+
 /* What a library says about one (op, format, kv dtype) combination. */
 typedef struct kvc_op_support {
   uint32_t struct_size;
@@ -84,6 +114,15 @@ typedef struct kvc_op_support {
   int32_t q_norm_rsqrt;  /* kvc_rsqrt_mode of the legacy op's q-norm */
   int32_t kv_norm_rsqrt; /* kvc_rsqrt_mode of kv_norm (fused or standalone) */
   const char* reason;    /* static string when unsupported, else NULL */
+  /* Since 1.1: the other policies of the combination's profile (with the two rsqrt fields above,
+   * the whole profile). A library writes them only when struct_size covers them; the suite zeroes
+   * the struct first, and reads a library built against 1.0 as profile vllm. */
+  int32_t rope;           /* kvc_rope_policy */
+  int32_t clamp_order;    /* kvc_clamp_order */
+  int32_t inf_block;      /* kvc_inf_block_policy */
+  int32_t pad_byte;       /* kvc_pad_byte_policy */
+  int32_t scale_exponent; /* kvc_scale_exponent_rule */
+  int32_t amax_floor;     /* kvc_amax_floor_policy */
 } kvc_op_support;
 
 /* kv_dtype is a DLDataType code: kDLBfloat (bf16) or kDLFloat (with bits 16: fp16). */
@@ -151,6 +190,79 @@ KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* s
                                      size_t error_capacity);
 KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity);
 
+/* Store op (since 1.1, optional entry point; docs/contract.md §6.4): rows already normed and
+ * rotated -> one packed584 or packed528 record per row, at the slot indices[t] (negative: the row
+ * writes nothing). The cache is ours, [num_blocks, block_size, 584 | 528], or SGLang's
+ * [num_blocks, page bytes] with page bytes >= block_size records (SGLang: ceil(584 * bs / 576) *
+ * 576); either way page stride = stride(0) bytes. */
+typedef struct kvc_store_rotated_args {
+  uint32_t struct_size;
+  const DLTensor* rows;     /* [N, 512] bf16 */
+  const DLTensor* kv_cache; /* uint8, rank 3 or 2 (above) */
+  const DLTensor* indices;  /* [N] int32 or int64 */
+  int64_t block_size;
+  int32_t kv_mxfp8; /* packed528 when nonzero, packed584 otherwise */
+} kvc_store_rotated_args;
+
+KVC_ABI_EXPORT int kvc_store_rotated(const kvc_store_rotated_args* args, void* stream, char* error,
+                                     size_t error_capacity);
+
+/* DSpark stacked context-KV projection (since 1.1, optional entry point kvc_stacked_ctx_kv;
+ * docs/contract.md §4.5): for every layer, x [T, hidden] projected onto the layer's K and V rows
+ * (rows [q_size, q_size + 2 * kv_size) of its fused QKV weight), K normed (K-norm weight, eps) and
+ * NeoX-rotated at positions[t], K and V written to the layer's pools at cache_loc[t] (negative:
+ * skipped). The per-layer path runs one GEMM per layer; the stacked path one GEMM over
+ * stacked_weight (every layer's KV rows concatenated, layer 0 K, layer 0 V, layer 1 K, ...) and
+ * one epilogue for all layers. Both must give the same bytes when the GEMM sums in the contract's
+ * order (KVC_GEMM_EXACT_ORDER); a library that cannot returns KVC_STATUS_UNSUPPORTED for it. A
+ * model is eligible for the stacked path when no layer is quantized, every eps is equal, the bias
+ * is on all layers or none, and head_dim, kv heads, weight dtype and the rotary table (the same
+ * tensor) are equal; KVC_STACKED_PATH_AUTO takes the stacked path exactly then, and when
+ * stacked_weight is given. */
+typedef enum kvc_stacked_path {
+  KVC_STACKED_PATH_AUTO = 0,
+  KVC_STACKED_PATH_PER_LAYER = 1,
+  KVC_STACKED_PATH_STACKED = 2 /* an ineligible model is rejected (157) */
+} kvc_stacked_path;
+
+typedef enum kvc_projection_gemm {
+  KVC_GEMM_EXACT_ORDER = 0, /* each element the contract's sequential fma chain: bitwise comparable */
+  KVC_GEMM_ANY_ORDER = 1    /* the library's fastest fp32-accumulating GEMM, compared under the ulp budget */
+} kvc_projection_gemm;
+
+typedef struct kvc_stacked_ctx_kv_layer {
+  const DLTensor* qkv_weight;    /* [q_size + 2 * kv_size, hidden], bf16 or fp16 (the layer's dtype) */
+  const DLTensor* qkv_bias;      /* [q_size + 2 * kv_size] in the layer's dtype, or NULL */
+  const DLTensor* k_norm_weight; /* [head_dim] in the layer's dtype */
+  const DLTensor* cos_sin_cache; /* [max_pos, head_dim] fp32: cosines, then sines */
+  const DLTensor* k_pool;        /* [slots, num_kv_heads, head_dim] in x's dtype, stride(1) == head_dim */
+  const DLTensor* v_pool;        /* the same */
+  int64_t q_size;
+  int64_t num_kv_heads;
+  int64_t head_dim;
+  float eps;
+  int32_t quantized; /* nonzero: the layer's weight cannot be sliced; qkv_weight holds its values */
+} kvc_stacked_ctx_kv_layer;
+
+typedef struct kvc_stacked_ctx_kv_args {
+  uint32_t struct_size;
+  uint32_t layer_struct_size; /* sizeof(kvc_stacked_ctx_kv_layer) as the caller knows it */
+  const DLTensor* x;          /* [T, hidden] bf16 or fp16: the storage dtype */
+  const DLTensor* positions;  /* [T] int64 */
+  const DLTensor* cache_loc;  /* [T] int64 */
+  const kvc_stacked_ctx_kv_layer* layers; /* host array of num_layers entries */
+  int32_t num_layers;         /* 1..32 */
+  int32_t path;               /* kvc_stacked_path */
+  int32_t gemm;               /* kvc_projection_gemm */
+  const DLTensor* stacked_weight; /* [sum of 2 * kv_size, hidden] in the layers' dtype, or NULL */
+  const DLTensor* stacked_bias;   /* [sum of 2 * kv_size] when the layers have biases, else NULL */
+  const DLTensor* projection;     /* optional output [T, sum of 2 * kv_size] in x's dtype: the stored GEMM result */
+  int32_t* path_taken;            /* optional host output: the kvc_stacked_path that ran */
+} kvc_stacked_ctx_kv_args;
+
+KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,
+                                      size_t error_capacity);
+
 /* The table a dlopen'ed library is read through: the suite looks these symbols up by name. */
 #define KVC_ABI_SYMBOLS(X) \
   X(kvc_library_info_get)  \
@@ -158,6 +270,13 @@ KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char*
   X(kvc_kv_only_insert)    \
   X(kvc_legacy_insert)     \
   X(kvc_kv_norm)
+
+/* Entry points added in a minor version. A library may leave any of them out (a shim for an
+ * upstream library that has no such op): the suite then reports that op's cases as skipped,
+ * "the library does not export <symbol>". One X(symbol) line per entry point. */
+#define KVC_ABI_OPTIONAL_SYMBOLS(X) \
+  X(kvc_stacked_ctx_kv)             \
+  X(kvc_store_rotated)
 
 #ifdef __cplusplus
 } /* extern "C" */

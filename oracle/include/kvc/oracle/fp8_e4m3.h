@@ -8,6 +8,8 @@
 //   e4m3_encode(x)         = e4m3_encode_raw(fminf(fmaxf(x, -448), 448)): the contract's
 //                            clamp-first form. fmaxf returns its non-NaN operand, so NaN -> -448
 //                            -> 0xFE. Signed zero is kept (-0 -> 0x80).
+//   e4m3_encode(x, order)  = the same with the clamp's min and max in either order (a profile
+//                            policy, docs/contract.md §6.1: SGLang's order sends NaN to 0x7E).
 // The encoders are defined here, inline, because the ops call them for every quantized element.
 // They work on the fp32 bit pattern only (integer compares, shifts and adds), so no caller's
 // floating-point flags or rounding mode can change them.
@@ -79,6 +81,21 @@ inline float clamp_fp8_range(float x) {
 }
 
 inline std::uint8_t e4m3_encode(float x) { return e4m3_encode_raw(clamp_fp8_range(x)); }
+
+// The order of the clamp's min and max, an implementation policy (docs/contract.md §6.1): it
+// decides where NaN lands, and nothing else (the two orders agree on every other input).
+enum class ClampOrder : std::uint8_t {
+  kMaxThenMin = 0,  // fminf(fmaxf(v, -448), 448): NaN -> -448 -> 0xFE (the contract, profile vllm)
+  kMinThenMax = 1,  // fmaxf(fminf(v, 448), -448): fminf returns 448 for NaN -> 0x7E (SGLang)
+};
+
+inline float clamp_fp8_range(float x, ClampOrder order) {
+  if (order == ClampOrder::kMaxThenMin) return clamp_fp8_range(x);
+  if ((bits_of(x) & e4m3_detail::kF32AbsMask) > e4m3_detail::kF32InfBits) return kFp8Max;  // NaN, any kind
+  return clamp_fp8_range(x);
+}
+
+inline std::uint8_t e4m3_encode(float x, ClampOrder order) { return e4m3_encode_raw(clamp_fp8_range(x, order)); }
 
 // Exact value of a code; 0x7F and 0xFF decode to NaN.
 float e4m3_decode(std::uint8_t code);

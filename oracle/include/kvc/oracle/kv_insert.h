@@ -1,7 +1,9 @@
 // kv_insert.h: the KV-only insert (fused_deepseek_v4_kv_rope_insert), docs/contract.md §3-4.
 //
 // For every row t < slots.size(0) with slot >= 0: widen, [kv_norm], GPT-J RoPE on dims 448..511,
-// then the format's encoding into the record addressed by the slot. Rows >= slots.size(0) are
+// then the format's encoding into the record addressed by the slot. A packed format is RoPE
+// followed by the store op (store_rotated.h): the rotated row rounded to 16 bits goes through
+// store_rotated_row. Under a profile (options.h) the policies of docs/contract.md §6 apply. Rows >= slots.size(0) are
 // never read; every byte outside the addressed records keeps its value. Cost: O(M x 512) scalar
 // work, one record write per inserted row.
 #pragma once
@@ -34,6 +36,9 @@ void insert_kv_row(const InsertCase& c, const PagedCacheView& view, std::int64_t
 // correctly rounded one), then RoPE.
 void kv_row_after_rope(const InsertCase& c, std::int64_t row, float* out512,
                        std::optional<float> kv_norm_inverse = std::nullopt);
+// The same before RoPE (what a profile with rope `none` encodes).
+void kv_row_before_rope(const InsertCase& c, std::int64_t row, float* out512,
+                        std::optional<float> kv_norm_inverse = std::nullopt);
 
 // The correctly rounded r of row `row`'s fused kv_norm (the case must have a norm weight).
 float kv_norm_rms_inverse(const InsertCase& c, std::int64_t row);

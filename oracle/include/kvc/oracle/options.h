@@ -1,4 +1,4 @@
-// options.h: how an oracle op runs: validation level, scale-exponent profile, and mutations.
+// options.h: how an oracle op runs: validation level, implementation profile, and mutations.
 //
 // Mutations are deliberate defects for testing the tests: a fuzz campaign or a conformance diff
 // must catch every one of them. They are off unless a test asks for one; nothing else reads them.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kvc/oracle/ue8m0.h"
+#include "kvc/oracle/profile.h"
 #include "kvc/validate.h"
 
 namespace kvc::oracle {
@@ -22,7 +22,10 @@ bool mutation_from_name(std::string_view name, OracleMutation* out);
 
 struct OracleOptions {
   ValidationLevel level = ValidationLevel::kStrict;
-  ExponentRule exponent_rule = ExponentRule::kDeviceLog2f;
+  // The policies the records are encoded under (docs/contract.md §6); default: the contract.
+  // Its rsqrt policy is not the oracle's to apply: the oracle always rounds correctly, and a
+  // backend that declares the approximation is checked row by row (testkit/approx_rsqrt.h).
+  Profile profile = vllm_profile();
   OracleMutation mutation = OracleMutation::kNone;
   // Threads for large cases (parallel_rows.h): 0 = KVC_ORACLE_THREADS when set, else every
   // hardware thread. The bytes are the same for any count.

@@ -28,13 +28,33 @@ float ue8m0_decode(std::uint8_t byte);
 // 2^-E exactly (0 for E = +Inf).
 float inverse_scale(float exponent);
 
+// Where the 1e-4 floor applies, a profile policy (docs/contract.md §6.1).
+enum class AmaxFloor : std::uint8_t {
+  kBeforeDivide = 0,  // q = fl(max(amax, 1e-4) / 448): the contract (profile vllm)
+  kAfterDivide = 1,   // q = max(fl(amax / 448), 1e-4): differs when fl(amax / 448) <= 2^-14
+};
+
+// The inverse scale of a block holding +-Inf (E = +Inf, scale byte 0xFF), a profile policy.
+enum class InfBlockInverse : std::uint8_t {
+  kZero = 0,              // inv = 2^-E = 0: finite elements -> +-0, the Inf -> NaN (the contract)
+  kNegativeInfinity = 1,  // inv = -Inf (bits 0xFF800000, 2^-E built from the bits of E = 128): SGLang
+};
+
+// The scale rules a profile chooses; the default is the contract's.
+struct ScaleRules {
+  ExponentRule exponent = ExponentRule::kDeviceLog2f;
+  AmaxFloor amax_floor = AmaxFloor::kBeforeDivide;
+  InfBlockInverse inf_block = InfBlockInverse::kZero;
+};
+
 // One quantization block's scale, from the values it will quantize.
 struct BlockScale {
-  float amax;      // max |y| ignoring NaN, floored at 1e-4
+  float amax;      // max |y| ignoring NaN, floored at 1e-4 when the floor comes before the division
   float exponent;  // E
-  float inverse;   // 2^-E
+  float inverse;   // 2^-E (or -Inf for an Inf block under InfBlockInverse::kNegativeInfinity)
   std::uint8_t byte;
 };
 BlockScale block_scale(const float* values, int count, ExponentRule rule = ExponentRule::kDeviceLog2f);
+BlockScale block_scale(const float* values, int count, const ScaleRules& rules);
 
 }  // namespace kvc::oracle

@@ -5,12 +5,16 @@
 // plugins implement the same interface.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kvc/insert_case.h"
 #include "kvc/oracle/options.h"
+#include "kvc/oracle/profile.h"
 #include "kvc/status.h"
+#include "kvc/store_case.h"
 
 namespace kvc::testkit {
 
@@ -42,6 +46,18 @@ class Backend {
     (void)q_norm;
     return RsqrtMode::kCorrectlyRounded;
   }
+  // The implementation profile the backend declares for a case (docs/contract.md §6): its bytes
+  // are compared with the oracle's under it (policy_report.h). Default: vllm, with the rsqrt of
+  // rsqrt_mode() for the case's norm.
+  virtual oracle::Profile declared_profile(const InsertCase& c) const;
+
+  // The store op (docs/contract.md §6.4): rows already normed and rotated -> packed records. A
+  // backend without it says so in supports_store() (the default), and run_store() is never
+  // called (the default throws std::logic_error). run_store() writes into the caller's backing;
+  // a rejected case leaves it untouched.
+  virtual Support supports_store(const StoreCase& c) const;
+  virtual Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing);
+  virtual oracle::Profile declared_store_profile(const StoreCase& c) const;
 };
 
 class OracleBackend final : public Backend {
@@ -49,6 +65,11 @@ class OracleBackend final : public Backend {
   explicit OracleBackend(oracle::OracleOptions options = {}) : options_(options) {}
   std::string name() const override;
   Status run(const InsertCase& c, InsertOutputs& out) override;
+  // The options' profile (the oracle's rsqrt is always correctly rounded).
+  oracle::Profile declared_profile(const InsertCase& c) const override;
+  Support supports_store(const StoreCase& c) const override;
+  Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override;
+  oracle::Profile declared_store_profile(const StoreCase& c) const override;
 
  private:
   oracle::OracleOptions options_;

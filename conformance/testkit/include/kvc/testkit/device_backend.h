@@ -73,6 +73,11 @@ struct RsqrtModes {
 // "" when it can. Such cases are rejected by the host validation only.
 std::string abi_inexpressible(const InsertCase& c);
 
+// The DLPack type of a DType (one abi_inexpressible() accepts), and the cache view as the tensor
+// a DLTensor describes: [num_blocks, block_size, width] with its strides, cut to its rank.
+DLDataType dl_dtype(DType t);
+TensorMeta cache_meta(const CacheGeometry& g);
+
 class DeviceBackend final : public Backend {
  public:
   explicit DeviceBackend(KernelLibrary library, DeviceBackendOptions options = {});
@@ -87,6 +92,14 @@ class DeviceBackend final : public Backend {
   // rejection is tested.
   Support supports(const InsertCase& c) const override;
   RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override;
+  // The profile the library declares for the case's (op, format, kv dtype) (abi_profile.h).
+  oracle::Profile declared_profile(const InsertCase& c) const override;
+  // The store op through the optional entry point kvc_store_rotated, with run()'s host
+  // validation, guard zones, input and rejection checks; unsupported when the library does not
+  // export it or declares the format unsupported.
+  Support supports_store(const StoreCase& c) const override;
+  Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override;
+  oracle::Profile declared_store_profile(const StoreCase& c) const override;
   Status run(const InsertCase& c, InsertOutputs& out) override;
 
   // Standalone kv_norm through kvc_kv_norm: kv [N, 512] bf16, weight [512] bf16, out resized to

@@ -23,6 +23,14 @@ inline constexpr std::int64_t kDeviceAllocationAlignment = 256;
 // The guard pattern: byte `index` of a guard zone (counted from the zone's first byte).
 std::uint8_t guard_byte(std::int64_t index);
 
+// KVC_DEVICE_GUARDS=off removes the guard zones: every tensor is then an allocation of its own
+// size, so that compute-sanitizer's memcheck sees any access past it (a guard zone inside the
+// allocation would hide an out-of-bounds read). The memcheck entries set it.
+inline constexpr const char* kDeviceGuardsEnv = "KVC_DEVICE_GUARDS";
+// The guard zone size for a request: at least kDeviceGuardBytes, a multiple of the alignment;
+// 0 under KVC_DEVICE_GUARDS=off.
+std::int64_t device_guard_bytes(std::int64_t requested);
+
 // A CUDA runtime call failed: the message names the call, the error and what was being done.
 class DeviceError : public std::runtime_error {
  public:

@@ -16,10 +16,12 @@
 
 namespace kvc::testkit {
 
-// One function pointer per ABI symbol, named like the symbol (KVC_ABI_SYMBOLS).
+// One function pointer per ABI symbol, named like the symbol (KVC_ABI_SYMBOLS, always set, and
+// KVC_ABI_OPTIONAL_SYMBOLS, nullptr when the library does not export it).
 struct KernelAbi {
 #define KVC_ABI_POINTER(symbol) decltype(&::symbol) symbol = nullptr;
   KVC_ABI_SYMBOLS(KVC_ABI_POINTER)
+  KVC_ABI_OPTIONAL_SYMBOLS(KVC_ABI_POINTER)
 #undef KVC_ABI_POINTER
 };
 

@@ -1,0 +1,40 @@
+// stacked_ctx_kv_validate.h: the validation rules of the stacked context-KV op.
+//
+// Codes 140-158 (contract level: dtypes, shapes, contiguity, head geometry, devices, a forced
+// stacked path on an ineligible model, stacked parameters that are not the layers' KV rows),
+// 210-213 (strict: overlapping pool slots, cache_loc out of a pool, duplicate cache_loc, a
+// written token's position outside a rotary table) and 310 (harness: a pool buffer that does not
+// cover its view), plus the generic 129 (malformed metadata) and 303 (an input's bytes do not
+// cover it). As for the insert ops (docs/contract.md §5.4), the first failing rule wins, a
+// rejected call writes nothing, and the range rules 211 and 213 are enforced at the contract level
+// too whenever values are available: the oracle itself would otherwise write or read out of
+// bounds. A kernel wrapper validates metadata only; its kernels skip, on the device, any token
+// whose cache_loc lies outside a pool or whose position lies outside a table.
+#pragma once
+
+#include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/stacked_ctx_kv_eligibility.h"
+#include "kvc/status.h"
+#include "kvc/validate.h"
+
+namespace kvc {
+
+Status validate_stacked_ctx_kv(const StackedCtxKvCase& c, ValidationLevel level,
+                               ValueAccess access = ValueAccess::kMetadataAndValues);
+
+// The caller's pool buffers against the case (E310): one K and one V buffer per layer, each
+// covering its pool view. Safe on an unvalidated case (malformed pool metadata: E129).
+Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedCtxKvOutputs& out);
+
+// The path a request takes on a model of the given eligibility; kStacked on an ineligible model
+// is rejected (E157, the detail names the reason and the layer).
+Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& eligibility, StackedPath* path);
+
+// Codes that belong to this op's rules (the numbers the op was assigned: 140-159, 210-219,
+// 310-319). The insert ops' rule matrices leave them to this op's own negative tests.
+constexpr bool is_stacked_ctx_kv_code(ErrorCode code) {
+  const int n = static_cast<int>(code);
+  return (n >= 140 && n <= 159) || (n >= 210 && n <= 219) || (n >= 310 && n <= 319);
+}
+
+}  // namespace kvc

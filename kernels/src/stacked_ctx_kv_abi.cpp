@@ -1,0 +1,262 @@
+// stacked_ctx_kv_abi.cpp: the optional ABI entry point kvc_stacked_ctx_kv over our kernels.
+//
+// As for the insert ops (kernel_abi.cpp): the argument structs and every tensor are checked
+// structurally (NULL, CUDA device) -> KVC_STATUS_BAD_ARGUMENT; the call is described as a
+// StackedCtxKvCase (metadata only) and validated with the contract's rules at the strict level
+// -> the rule's code; the path is decided by the contract's eligibility, with the rotary tables
+// compared by identity (the same tensor), since the wrapper reads no values; the stacked weight
+// must be the layers' KV rows' shape (E158); then the launch. Values (cache_loc, positions) are not
+// read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a
+// rejected call or one with no tokens. No exception crosses the boundary.
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "dlpack_case.h"
+#include "kvc/kernel_abi.h"
+#include "kvc/kernels/stacked_ctx_kv.h"
+#include "kvc/stacked_ctx_kv_validate.h"
+
+namespace kvc::kernels::abi {
+namespace {
+
+struct Outcome {
+  int status = KVC_STATUS_OK;
+  std::string message;
+};
+
+Outcome bad_argument(std::string message) { return Outcome{KVC_STATUS_BAD_ARGUMENT, std::move(message)}; }
+Outcome rejected(const Status& s) { return Outcome{static_cast<int>(s.code), s.ToString()}; }
+
+#define KVC_END_OF(Type, field) (offsetof(Type, field) + sizeof(static_cast<Type*>(nullptr)->field))
+
+std::string layer_name(int i, const char* tensor) { return "layer " + std::to_string(i) + " " + tensor; }
+
+bool same_tensor(const DLTensor* a, const DLTensor* b) {
+  if (a == b) return true;
+  if (a == nullptr || b == nullptr || first_element(*a) != first_element(*b) || a->ndim != b->ndim) return false;
+  for (int d = 0; d < a->ndim; ++d)
+    if (a->shape[d] != b->shape[d]) return false;
+  return true;
+}
+
+// Every tensor the call names, checked structurally; the optional ones when present.
+std::string structural_defects(const kvc_stacked_ctx_kv_args& a) {
+  for (const auto& [t, name] :
+       {std::pair<const DLTensor*, const char*>{a.x, "x"}, {a.positions, "positions"}, {a.cache_loc, "cache_loc"}})
+    if (std::string d = structural_defect(t, name); !d.empty()) return d;
+  for (int i = 0; i < a.num_layers; ++i) {
+    const kvc_stacked_ctx_kv_layer& l = a.layers[i];
+    for (const auto& [t, name] : {std::pair<const DLTensor*, const char*>{l.qkv_weight, "qkv_weight"},
+                                  {l.k_norm_weight, "k_norm_weight"},
+                                  {l.cos_sin_cache, "cos_sin_cache"},
+                                  {l.k_pool, "k_pool"},
+                                  {l.v_pool, "v_pool"}})
+      if (std::string d = structural_defect(t, layer_name(i, name).c_str()); !d.empty()) return d;
+    if (l.qkv_bias != nullptr)
+      if (std::string d = structural_defect(l.qkv_bias, layer_name(i, "qkv_bias").c_str()); !d.empty()) return d;
+  }
+  for (const auto& [t, name] : {std::pair<const DLTensor*, const char*>{a.stacked_weight, "stacked_weight"},
+                                {a.stacked_bias, "stacked_bias"},
+                                {a.projection, "projection"}})
+    if (t != nullptr)
+      if (std::string d = structural_defect(t, name); !d.empty()) return d;
+  return {};
+}
+
+// The call's metadata as the contract's case. A dtype the contract does not know becomes one that
+// the tensor's own rule rejects.
+StackedCtxKvCase describe(const kvc_stacked_ctx_kv_args& a) {
+  StackedCtxKvCase c;
+  c.x = metadata_tensor(*a.x, DType::kF32);                  // -> E140
+  c.positions = metadata_tensor(*a.positions, DType::kF32);  // -> E150
+  c.cache_loc = metadata_tensor(*a.cache_loc, DType::kF32);  // -> E151
+  for (int i = 0; i < a.num_layers; ++i) {
+    const kvc_stacked_ctx_kv_layer& in = a.layers[i];
+    StackedCtxKvLayer l;
+    l.qkv_weight = metadata_tensor(*in.qkv_weight, DType::kF32);                          // -> E144
+    if (in.qkv_bias != nullptr) l.qkv_bias = metadata_tensor(*in.qkv_bias, DType::kF32);  // -> E147
+    l.k_norm_weight = metadata_tensor(*in.k_norm_weight, DType::kF32);                    // -> E148
+    l.cos_sin = metadata_tensor(*in.cos_sin_cache, DType::kI64);                          // -> E152
+    l.k_pool = tensor_meta(*in.k_pool, DType::kF32);                                      // -> E153
+    l.v_pool = tensor_meta(*in.v_pool, DType::kF32);
+    l.q_size = in.q_size;
+    l.num_kv_heads = in.num_kv_heads;
+    l.head_dim = in.head_dim;
+    l.eps = in.eps;
+    l.quantized = in.quantized != 0;
+    c.layers.push_back(std::move(l));
+  }
+  return c;
+}
+
+// The stacked weight and bias of the stacked path: the layers' KV rows' shape and dtype (E158).
+Status check_stacked_params(const kvc_stacked_ctx_kv_args& a, const StackedCtxKvCase& c) {
+  if (a.stacked_weight == nullptr) return Error(ErrorCode::kStackedParamsMismatch, "no stacked_weight was given");
+  const TensorMeta w = tensor_meta(*a.stacked_weight, DType::kF32);
+  const std::int64_t rows = c.projection_width();
+  const DType dtype = c.layers.front().dtype();
+  if (!w.well_formed() || w.dtype != dtype || w.rank() != 2 || w.size(0) != rows || w.size(1) != c.hidden() ||
+      !w.contiguous() || w.device != c.x.meta.device)
+    return Error(ErrorCode::kStackedParamsMismatch, "stacked_weight must be contiguous [" + std::to_string(rows) +
+                                                        ", " + std::to_string(c.hidden()) + "] of the layers' dtype");
+  const bool bias = c.layers.front().has_bias();
+  if ((a.stacked_bias != nullptr) != bias)
+    return Error(ErrorCode::kStackedParamsMismatch, bias ? "the layers have biases but no stacked_bias was given"
+                                                         : "stacked_bias given for layers without bias");
+  if (bias) {
+    const TensorMeta b = tensor_meta(*a.stacked_bias, DType::kF32);
+    if (!b.well_formed() || b.dtype != dtype || b.rank() != 1 || b.size(0) != rows || !b.contiguous() ||
+        b.device != c.x.meta.device)
+      return Error(ErrorCode::kStackedParamsMismatch, "stacked_bias must be contiguous [" + std::to_string(rows) + "]");
+  }
+  return Status::Ok();
+}
+
+std::string projection_defect(const DLTensor& p, const StackedCtxKvCase& c) {
+  const TensorMeta m = tensor_meta(p, DType::kF32);
+  if (!m.well_formed() || m.dtype != c.storage_dtype() || m.rank() != 2 || m.size(0) != c.num_tokens() ||
+      m.size(1) != c.projection_width() || !m.contiguous() || m.device != c.x.meta.device || m.offset_bytes % 2 != 0)
+    return "projection must be contiguous [" + std::to_string(c.num_tokens()) + ", " +
+           std::to_string(c.projection_width()) + "] of x's dtype on x's device";
+  return {};
+}
+
+StackedLayerDevice device_layer(const kvc_stacked_ctx_kv_layer& in, const StackedCtxKvLayer& l, std::int64_t hidden) {
+  StackedLayerDevice d;
+  d.kv_weight = static_cast<const std::uint16_t*>(first_element(*in.qkv_weight)) + l.q_size * hidden;
+  d.kv_bias =
+      in.qkv_bias != nullptr ? static_cast<const std::uint16_t*>(first_element(*in.qkv_bias)) + l.q_size : nullptr;
+  d.weight_fp16 = l.dtype() == DType::kF16;
+  d.k_norm_weight = static_cast<const std::uint16_t*>(first_element(*in.k_norm_weight));
+  d.cos_sin = static_cast<const float*>(first_element(*in.cos_sin_cache));
+  d.max_pos = l.cos_sin.meta.size(0);
+  d.k_pool = static_cast<std::uint16_t*>(first_element(*in.k_pool));
+  d.v_pool = static_cast<std::uint16_t*>(first_element(*in.v_pool));
+  d.k_slot_stride = l.k_pool.stride(0);
+  d.v_slot_stride = l.v_pool.stride(0);
+  d.k_slots = l.k_pool.size(0);
+  d.v_slots = l.v_pool.size(0);
+  d.num_kv_heads = l.num_kv_heads;
+  d.head_dim = l.head_dim;
+  d.eps = l.eps;
+  return d;
+}
+
+// Makes the tensors' device current for the launch and restores the caller's afterwards.
+class DeviceScope {
+ public:
+  cudaError_t enter(int device) {
+    cudaError_t e = cudaGetDevice(&previous_);
+    if (e != cudaSuccess || previous_ == device) return e;
+    e = cudaSetDevice(device);
+    switched_ = e == cudaSuccess;
+    return e;
+  }
+  ~DeviceScope() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
+  if (a == nullptr) return bad_argument("args is NULL");
+  if (a->struct_size < KVC_END_OF(kvc_stacked_ctx_kv_args, path_taken))
+    return bad_argument("struct_size " + std::to_string(a->struct_size) + " does not cover kvc_stacked_ctx_kv_args");
+  if (a->layer_struct_size < KVC_END_OF(kvc_stacked_ctx_kv_layer, quantized))
+    return bad_argument("layer_struct_size " + std::to_string(a->layer_struct_size) +
+                        " does not cover kvc_stacked_ctx_kv_layer");
+  if (a->layer_struct_size != sizeof(kvc_stacked_ctx_kv_layer))
+    return bad_argument("layer_struct_size " + std::to_string(a->layer_struct_size) +
+                        ": this library's layer entry is " + std::to_string(sizeof(kvc_stacked_ctx_kv_layer)) +
+                        " bytes");
+  if (a->num_layers > 0 && a->layers == nullptr) return bad_argument("layers is NULL");
+  if (a->path < KVC_STACKED_PATH_AUTO || a->path > KVC_STACKED_PATH_STACKED)
+    return bad_argument("path " + std::to_string(a->path) + " is no kvc_stacked_path");
+  if (a->gemm != KVC_GEMM_EXACT_ORDER && a->gemm != KVC_GEMM_ANY_ORDER)
+    return bad_argument("gemm " + std::to_string(a->gemm) + " is no kvc_projection_gemm");
+  if (std::string d = structural_defects(*a); !d.empty()) return bad_argument(d);
+
+  const StackedCtxKvCase c = describe(*a);
+  if (Status s = validate_stacked_ctx_kv(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok())
+    return rejected(s);
+  const StackedEligibility eligibility = stacked_ctx_kv_eligibility(
+      c, [&](int layer) { return same_tensor(a->layers[layer].cos_sin_cache, a->layers[0].cos_sin_cache); });
+  StackedPathRequest request = a->path == KVC_STACKED_PATH_STACKED     ? StackedPathRequest::kStacked
+                               : a->path == KVC_STACKED_PATH_PER_LAYER ? StackedPathRequest::kPerLayer
+                                                                       : StackedPathRequest::kAuto;
+  // AUTO without stacked parameters can only run per layer.
+  if (request == StackedPathRequest::kAuto && a->stacked_weight == nullptr) request = StackedPathRequest::kPerLayer;
+  StackedPath path = StackedPath::kPerLayer;
+  if (Status s = resolve_stacked_path(request, eligibility, &path); !s.ok()) return rejected(s);
+  if (path == StackedPath::kStacked)
+    if (Status s = check_stacked_params(*a, c); !s.ok()) return rejected(s);
+  if (a->projection != nullptr)
+    if (std::string d = projection_defect(*a->projection, c); !d.empty()) return bad_argument(d);
+  if (a->gemm == KVC_GEMM_ANY_ORDER)
+    for (const StackedCtxKvLayer& l : c.layers)
+      if (l.dtype() != c.storage_dtype())
+        return Outcome{KVC_STATUS_UNSUPPORTED, "the cuBLAS projection needs x and every layer's weights in one dtype"};
+
+  StackedCtxKvParams p;
+  p.x = static_cast<const std::uint16_t*>(first_element(*a->x));
+  p.x_fp16 = c.storage_dtype() == DType::kF16;
+  p.tokens = c.num_tokens();
+  p.hidden = c.hidden();
+  p.positions = static_cast<const std::int64_t*>(first_element(*a->positions));
+  p.cache_loc = static_cast<const std::int64_t*>(first_element(*a->cache_loc));
+  p.num_layers = c.num_layers();
+  for (int i = 0; i < c.num_layers(); ++i)
+    p.layers[i] = device_layer(a->layers[i], c.layers[static_cast<std::size_t>(i)], p.hidden);
+  p.path = path;
+  p.gemm = a->gemm == KVC_GEMM_ANY_ORDER ? ProjectionGemm::kCublas : ProjectionGemm::kExactOrder;
+  if (path == StackedPath::kStacked) {
+    p.stacked_weight = static_cast<const std::uint16_t*>(first_element(*a->stacked_weight));
+    p.stacked_bias =
+        a->stacked_bias != nullptr ? static_cast<const std::uint16_t*>(first_element(*a->stacked_bias)) : nullptr;
+  }
+  if (a->projection != nullptr) p.projection = static_cast<std::uint16_t*>(first_element(*a->projection));
+  if (a->path_taken != nullptr)
+    *a->path_taken = path == StackedPath::kStacked ? KVC_STACKED_PATH_STACKED : KVC_STACKED_PATH_PER_LAYER;
+  if (p.tokens == 0) return {};
+
+  DeviceScope scope;
+  if (cudaError_t e = scope.enter(c.x.meta.device); e != cudaSuccess)
+    return Outcome{KVC_STATUS_CUDA_ERROR, std::string("selecting the tensors' device: ") + cudaGetErrorString(e)};
+  const LaunchStatus s = kvc::kernels::stacked_ctx_kv(p, static_cast<cudaStream_t>(stream));
+  switch (s.kind) {
+    case LaunchStatus::Kind::kOk:
+      return {};
+    case LaunchStatus::Kind::kUnsupported:
+      return Outcome{KVC_STATUS_UNSUPPORTED, s.message};
+    case LaunchStatus::Kind::kCudaError:
+      break;
+  }
+  return Outcome{KVC_STATUS_CUDA_ERROR, s.message};
+}
+
+int finish(const Outcome& o, char* error, std::size_t capacity) {
+  if (error != nullptr && capacity > 0) std::snprintf(error, capacity, "%s", o.message.c_str());
+  return o.status;
+}
+
+}  // namespace
+}  // namespace kvc::kernels::abi
+
+extern "C" KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,
+                                                 size_t error_capacity) {
+  using kvc::kernels::abi::finish;
+  try {
+    return finish(kvc::kernels::abi::stacked_ctx_kv(args, stream), error, error_capacity);
+  } catch (const std::exception& e) {
+    return finish({KVC_STATUS_BAD_ARGUMENT, std::string("internal error: ") + e.what()}, error, error_capacity);
+  } catch (...) {
+    return finish({KVC_STATUS_BAD_ARGUMENT, "internal error"}, error, error_capacity);
+  }
+}
