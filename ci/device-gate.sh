@@ -17,7 +17,12 @@
 # built; the gate says so and goes on.
 #
 #   ci/device-gate.sh [--kernels PATH.so]... [--jobs N] [--no-exhaustive] [--no-fuzz] [--skip-build]
-#                     [--tests REGEX] [--sanitizer]
+#                     [--tests REGEX] [--sanitizer] [--no-runner] [--runner-max-tokens N]
+#
+# After each GPU suite stage, `kvconform run` checks the same library (the registry's kernel
+# matrix, the DSpark scenario, the golden fixtures and the ABI's validation, plus the oracle's CPU
+# conformance) and writes build/device-gate/kvconform-<library>.{json,xml}; --runner-max-tokens
+# trims its registry scenarios (default: all, up to 262144 tokens), --no-runner leaves it out.
 #
 # --tests REGEX runs only the GPU tests whose names match (ctest -R), e.g. 'GraphReplay|Stream'.
 # Build directory: build/default (KVC_GATE_BUILD_DIR overrides); logs: build/device-gate/<stage>.log
@@ -35,6 +40,8 @@ exclude_labels=()
 skip_build=0
 sanitizer=0
 tests_regex=""
+runner=1
+runner_max_tokens=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernels) libraries+=("$(realpath "$2")"); shift 2 ;;
@@ -44,7 +51,9 @@ while [ $# -gt 0 ]; do
     --skip-build) skip_build=1; shift ;;
     --tests) tests_regex="$2"; shift 2 ;;
     --sanitizer) sanitizer=1; shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --no-runner) runner=0; shift ;;
+    --runner-max-tokens) runner_max_tokens="$2"; shift 2 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "device-gate: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -114,6 +123,16 @@ gpu_suite() {
   return $status
 }
 
+# kvconform run against our kernels or the library given: exit 0 only when every check passed
+# and kernel conformance ran (a machine without a usable device fails it).
+runner_run() {
+  local library="${1:-}" name="${2:-builtin}"
+  local args=(run --max-tokens "$runner_max_tokens" --json "$log_dir/kvconform-$name.json"
+              --junit "$log_dir/kvconform-$name.xml")
+  [ -n "$library" ] && args+=(--kernels "$library")
+  "$build_dir/runner/kvconform" "${args[@]}"
+}
+
 # The compute-sanitizer entries. Skipped entries say why on a KVC_SANITIZER_SKIPPED line; when
 # every entry was skipped for a reason other than a missing device, the stage is SKIPPED.
 sanitizer_suite() {
@@ -141,8 +160,15 @@ if [ $skip_build -eq 0 ]; then
   run_stage "configure and build (CUDA on)" "$log_dir/build.log" configure_and_build
 fi
 run_stage "GPU suite, our kernels" "$log_dir/gpu-builtin.log" gpu_suite
+if [ $runner -eq 1 ]; then
+  run_stage "kvconform run, our kernels" "$log_dir/kvconform-builtin.log" runner_run
+fi
 for lib in "${libraries[@]}"; do
   run_stage "GPU suite, KVC_KERNELS=$(basename "$lib")" "$log_dir/gpu-$(basename "$lib").log" gpu_suite "$lib"
+  if [ $runner -eq 1 ]; then
+    run_stage "kvconform run --kernels $(basename "$lib")" "$log_dir/kvconform-$(basename "$lib").log" \
+      runner_run "$lib" "$(basename "$lib")"
+  fi
 done
 if [ $sanitizer -eq 1 ]; then
   run_stage "compute-sanitizer, our kernels" "$log_dir/sanitizer.log" sanitizer_suite

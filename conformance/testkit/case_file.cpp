@@ -161,7 +161,8 @@ oracle::Profile case_profile_from_json(const json& j) {
 }
 
 bool is_stacked_case_file(const json& j) {
-  return j.is_object() && j.contains("op") && j.at("op").is_string() && j.at("op").get<std::string>() == "stacked_ctx_kv";
+  return j.is_object() && j.contains("op") && j.at("op").is_string() &&
+         j.at("op").get<std::string>() == "stacked_ctx_kv";
 }
 
 json stacked_case_to_json(const StackedCtxKvCase& c) {

@@ -49,10 +49,15 @@ std::unique_ptr<testkit::Backend> make_backend(const BackendChoice& choice) {
       throw std::invalid_argument("--kernels selects a kernel library for --backend device, not for the oracle");
     oracle::OracleOptions options;
     options.mutation = choice.mutation;
+    options.profile = choice.profile;
     return std::make_unique<testkit::OracleBackend>(options);
   }
   if (choice.mutation != oracle::OracleMutation::kNone)
     throw std::invalid_argument("--mutation breaks the oracle; it does not apply to --backend device");
+  if (choice.profile != oracle::vllm_profile())
+    throw std::invalid_argument(
+        "--profile sets the oracle's profile; with --backend device the kernel library "
+        "declares its own (kvc_op_support_get)");
 #if KVC_FUZZ_HAVE_DEVICE
   if (const std::string reason = testkit::cuda_device_unavailable(); !reason.empty())
     throw BackendUnavailable("--backend device needs a CUDA GPU: " + reason +

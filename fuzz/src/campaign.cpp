@@ -73,7 +73,7 @@ void checked(const PropertySpec& property, const PropertyInput& in, PropertyCont
     property.check(in, ctx);
   } catch (const std::exception& e) {
     const std::string message = ctx.sut.name() + " threw on this case: " + e.what();
-    *ctx.last_failure = FailureRecord{in, message};
+    *ctx.last_failure = FailureRecord{in, message, ctx.sut.declared_profile(in.c)};
     RC_FAIL(message);
   }
 }
@@ -87,15 +87,14 @@ std::string shell_quote(const std::string& s) {
 
 // Batch size for a property in adaptive mode. `cost` is the property's measured seconds per batch
 // case (negative: not measured yet; the campaign's average `global_cost` stands in, and before
-// anything was measured the batch is the configured size). The remaining time is shared between
-// the properties left in this round and, until kMinimumRounds rounds have begun, every property
-// of the rounds still to come: a batch takes as many cases as its share of time pays for, at least
-// kMinimumBatch and at most `cap`, and never plans past the deadline (0: this property does not
-// fit the remaining time).
-int adaptive_batch(int batch, int cap, double remaining, double cost, double global_cost, std::size_t left_in_round,
-                   std::size_t properties, int round) {
+// anything was measured the batch is `first_batch`, CampaignConfig::first_batch_cases). The remaining time is shared
+// between the properties left in this round and, until kMinimumRounds rounds have begun, every property of the rounds
+// still to come: a batch takes as many cases as its share of time pays for, at least kMinimumBatch and at most `cap`,
+// and never plans past the deadline (0: this property does not fit the remaining time).
+int adaptive_batch(int batch, int first_batch, int cap, double remaining, double cost, double global_cost,
+                   std::size_t left_in_round, std::size_t properties, int round) {
   if (cost < 0) cost = global_cost;
-  if (cost < 0) return batch;
+  if (cost < 0) return std::min(batch, first_batch);
   cost = std::max(cost, 1e-9);
   const int future_rounds = std::max(0, kMinimumRounds - 1 - round);
   const double shares = static_cast<double>(left_in_round + static_cast<std::size_t>(future_rounds) * properties);
@@ -120,7 +119,14 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
   PropertyOutcome outcome;
   outcome.property = property.name;
   outcome.seed = config.seed;
+  // A property whose claim does not hold under the backend's profile runs no case at all.
+  if (std::optional<std::string> why = not_applicable(property, sut)) {
+    outcome.not_applicable = *why;
+    outcome.message = *why;
+    return outcome;
+  }
   std::optional<FailureRecord> last_failure;
+  std::string not_applicable_reason;
   SupportedCasesOnly filtered(sut);
   // After the first failure every evaluation is a shrink attempt: its classes are not cases the
   // run generated, so they go to a scratch map.
@@ -139,6 +145,13 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
   metadata.description = property.claim;
   const auto result = rc::detail::checkProperty(rc::detail::toProperty([&] {
                                                   const PropertyInput in = *gen;
+                                                  // A case outside the property's profiles is
+                                                  // skipped before its classes count.
+                                                  if (auto why = not_applicable(property, filtered, in.c)) {
+                                                    ++outcome.not_applicable_cases;
+                                                    not_applicable_reason = *why;
+                                                    RC_DISCARD(*why);
+                                                  }
                                                   Coverage& coverage =
                                                       last_failure ? shrink_coverage : outcome.coverage;
                                                   record(coverage, classify(in.c));
@@ -165,6 +178,10 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
     outcome.cases = failure.numSuccess;
     outcome.message = failure.description;
     outcome.failure = last_failure;
+  } else if (result.template is<rc::detail::GaveUpResult>() && outcome.discarded == 0 &&
+             result.template get<rc::detail::GaveUpResult>().numSuccess == 0 && outcome.not_applicable_cases > 0) {
+    outcome.not_applicable = not_applicable_reason;  // every case was outside the property's profiles
+    outcome.message = not_applicable_reason;
   } else if (result.template is<rc::detail::GaveUpResult>()) {
     const auto& gave_up = result.template get<rc::detail::GaveUpResult>();
     outcome.gave_up = true;
@@ -172,7 +189,10 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
     outcome.message = "gave up after " + std::to_string(outcome.discarded) + " discarded cases" +
                       (filtered.unsupported_reason.empty()
                            ? ""
-                           : " (" + sut.name() + " does not implement: " + filtered.unsupported_reason + ")");
+                           : " (" + sut.name() + " does not implement: " + filtered.unsupported_reason + ")") +
+                      (outcome.not_applicable_cases > 0 ? " and " + std::to_string(outcome.not_applicable_cases) +
+                                                              " cases not applicable: " + not_applicable_reason
+                                                        : "");
   } else {
     std::ostringstream os;
     rc::detail::printResultMessage(result, os);
@@ -190,7 +210,7 @@ nlohmann::json failure_to_json(const PropertyOutcome& o, oracle::OracleMutation 
   j["message"] = o.failure ? o.failure->message : o.message;
   if (o.failure) {
     j["aux"] = o.failure->input.aux;
-    j["case"] = testkit::case_to_json(o.failure->input.c);
+    j["case"] = testkit::case_to_json(o.failure->input.c, o.failure->profile);
     std::ostringstream summary;
     summary << o.failure->input;
     j["summary"] = summary.str();
@@ -203,6 +223,7 @@ std::optional<std::string> replay_case_file(const nlohmann::json& file, oracle::
   if (!oracle::mutation_from_name(file.value("mutation", std::string("none")), &options.mutation))
     throw std::runtime_error("unknown mutation in case file");
   if (mutation_out) *mutation_out = options.mutation;
+  if (file.contains("case")) options.profile = testkit::case_profile_from_json(file.at("case"));
   testkit::OracleBackend sut(options);
   return replay_case_file(file, sut);
 }
@@ -217,6 +238,8 @@ std::optional<std::string> replay_case_file(const nlohmann::json& file, testkit:
   SupportedCasesOnly filtered(sut);
   PropertyContext ctx{filtered, coverage, &failure};
   const PropertyInput in{testkit::case_from_json(file.at("case")), file.at("aux").get<std::uint64_t>()};
+  if (const std::optional<std::string> why = not_applicable(*property, sut, in.c))
+    throw std::runtime_error(name + " on " + sut.name() + ": " + *why);
   // The property fails through RapidCheck's exception; outside a RapidCheck run it propagates.
   try {
     checked(*property, in, ctx);
@@ -231,6 +254,7 @@ std::optional<std::string> replay_case_file(const nlohmann::json& file, testkit:
 CampaignSummary run_campaign(const CampaignConfig& config, const std::function<void(const std::string&)>& progress) {
   oracle::OracleOptions options;
   options.mutation = config.mutation;
+  options.profile = config.profile;
   testkit::OracleBackend sut(options);
   return run_campaign(config, sut, progress);
 }
@@ -281,6 +305,16 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
                                         ? ""
                                         : " --mutation " + std::string(oracle::mutation_name(config.mutation));
   const std::string backend_flags = config.backend_flags.empty() ? "" : " " + config.backend_flags;
+  const std::string profile_flag =
+      config.profile == oracle::vllm_profile() ? "" : " --profile " + shell_quote(oracle::profile_name(config.profile));
+  // Properties not applicable under the backend's profile are found in their first batch, reported
+  // apart (PropertyStats::not_applicable) and not run again; the adaptive sizing shares the time
+  // among the others.
+  const auto applicable_from = [&](std::size_t from) {
+    std::size_t n = 0;
+    for (std::size_t k = from; k < count; ++k) n += summary.properties[k].not_applicable.empty() ? 1 : 0;
+    return n;
+  };
 
   bool stop = false;
   for (int round = 0; !stop; ++round) {
@@ -299,13 +333,16 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
       }
       const PropertySpec& p = *properties[i];
       PropertyStats& stats = summary.properties[i];
+      if (!stats.not_applicable.empty()) continue;
       int n = config.batch_cases;
       if (config.adaptive) {
         // A property still missing tracked classes after its first batch may take a larger batch
         // when its share of time pays for it (cheap properties with many classes: invalid-rejected).
         const int cap = config.batch_cases * (stats.runs > 0 && !stats.missing_classes().empty() ? kCatchUpFactor : 1);
-        n = adaptive_batch(config.batch_cases, cap, remaining, units[i] > 0 ? spent[i] / units[i] : -1.0,
-                           all_units > 0 ? all_spent / all_units : -1.0, count - i, count, round);
+        n = adaptive_batch(config.batch_cases,
+                           config.first_batch_cases > 0 ? config.first_batch_cases : config.batch_cases, cap, remaining,
+                           units[i] > 0 ? spent[i] / units[i] : -1.0, all_units > 0 ? all_spent / all_units : -1.0,
+                           applicable_from(i), applicable_from(0), round);
       }
       if (config.max_cases > 0) {
         const std::int64_t left = config.max_cases - summary.cases;
@@ -317,6 +354,11 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
       const double batch_start = elapsed();
       RunConfig run{seed, n, config.max_size, true, config.max_tokens, config.max_legacy_tokens};
       const PropertyOutcome o = run_property(p, sut, run);
+      if (!o.not_applicable.empty()) {
+        stats.not_applicable = o.not_applicable;
+        progress("  " + p.name + ": " + o.not_applicable + "; reported apart, not run again");
+        continue;
+      }
       const double batch_seconds = elapsed() - batch_start;
       spent[i] += batch_seconds;
       units[i] += n;
@@ -328,6 +370,7 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
       round_cases += o.cases;
       stats.cases += o.cases;
       stats.discarded += o.discarded;
+      stats.not_applicable_cases += o.not_applicable_cases;
       stats.runs += 1;
       stats.seconds += batch_seconds;
       for (const auto& [cls, hits] : o.coverage) stats.class_hits[cls] += hits;
@@ -348,20 +391,21 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
         testkit::write_json_file(path, failure_to_json(o, config.mutation));
         summary.failure_files.push_back(path);
         line << " (shrunk to: " << o.failure->input << ")\n" << o.failure->message << "\n  case file: " << path;
-        line << "\n  replay on the CPU (oracle" << (mutation_flag.empty() ? "" : " mutant") << "): " << config.program
-             << " replay " << shell_quote(path);
+        line << "\n  replay on the CPU (oracle" << (mutation_flag.empty() ? "" : " mutant")
+             << (profile_flag.empty() ? "" : " under the file's profile") << "): " << config.program << " replay "
+             << shell_quote(path);
         if (!backend_flags.empty())
           line << "\n  replay on this backend:   " << config.program << " replay" << backend_flags << " "
                << shell_quote(path);
-        else if (mutation_flag.empty())  // a mutant's failure is the oracle's own defect
+        else if (mutation_flag.empty() && profile_flag.empty())  // a mutant's failure is the oracle's own defect
           line << "\n  replay on the device:     " << config.program << " replay --backend device "
                << shell_quote(path);
       } else {
         line << "\n" << o.message << "\n  (no input was recorded: no case file)";
       }
-      line << "\n  re-run this batch:        " << config.program << " run" << backend_flags << mutation_flag
-           << " --property " << p.name << " --seed " << seed << " --rounds 1 --cases " << n << " --fixed-batch"
-           << limits;
+      line << "\n  re-run this batch:        " << config.program << " run" << backend_flags << profile_flag
+           << mutation_flag << " --property " << p.name << " --seed " << seed << " --rounds 1 --cases " << n
+           << " --fixed-batch" << limits;
       progress(line.str());
       if (config.stop_on_failure) {
         stop = true;
@@ -377,7 +421,7 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
     std::snprintf(rate, sizeof rate, "%.2f",
                   round_seconds > 0 ? static_cast<double>(round_cases) / round_seconds : 0.0);
     line << "[" << static_cast<int>(elapsed()) << " s] round " << round + 1 << " (seed " << seed
-         << "): " << round_batches << "/" << count << " properties, " << round_cases << " cases, " << rate
+         << "): " << round_batches << "/" << applicable_from(0) << " properties, " << round_cases << " cases, " << rate
          << " cases/s; total " << summary.cases << " cases";
     if (!resized.empty()) line << "; batches resized:" << resized;
     progress(line.str());

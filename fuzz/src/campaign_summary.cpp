@@ -41,13 +41,21 @@ std::vector<std::string> PropertyStats::missing_classes() const {
 std::vector<std::string> CampaignSummary::properties_without_cases() const {
   std::vector<std::string> v;
   for (const PropertyStats& p : properties)
-    if (p.cases == 0) v.push_back(p.name);
+    if (p.cases == 0 && p.not_applicable.empty()) v.push_back(p.name);
+  return v;
+}
+
+std::vector<std::string> CampaignSummary::properties_not_applicable() const {
+  std::vector<std::string> v;
+  for (const PropertyStats& p : properties)
+    if (!p.not_applicable.empty()) v.push_back(p.name + ": " + p.not_applicable);
   return v;
 }
 
 std::vector<std::string> CampaignSummary::coverage_gaps() const {
   std::vector<std::string> v;
   for (const PropertyStats& p : properties) {
+    if (!p.not_applicable.empty()) continue;  // reported apart: properties_not_applicable()
     if (p.cases == 0) {
       v.push_back(
           p.name + ": no case ran" +
@@ -102,10 +110,13 @@ nlohmann::json CampaignSummary::to_json() const {
     q["required_classes"] = p.required_classes;
     q["class_hits"] = p.class_hits;
     q["missing_classes"] = p.missing_classes();
+    q["not_applicable"] = p.not_applicable;
+    q["not_applicable_cases"] = p.not_applicable_cases;
     props.push_back(q);
   }
   j["properties"] = props;
   j["properties_without_cases"] = properties_without_cases();
+  j["properties_not_applicable"] = properties_not_applicable();
   j["coverage_gaps"] = coverage_gaps();
   j["coverage"] = coverage();
   j["exit_code"] = exit_code();
@@ -137,6 +148,9 @@ CampaignSummary CampaignSummary::from_json(const nlohmann::json& j) {
     p.seconds = field<double>(q, "seconds");
     p.required_classes = field<std::vector<std::string>>(q, "required_classes");
     p.class_hits = field<Coverage>(q, "class_hits");
+    // Summaries written before profiles have neither field: every property applied.
+    p.not_applicable = q.value("not_applicable", std::string());
+    p.not_applicable_cases = q.value("not_applicable_cases", std::int64_t{0});
     s.properties.push_back(std::move(p));
   }
   return s;
@@ -149,7 +163,11 @@ std::string format_summary(const CampaignSummary& s) {
   os << (s.segments > 1 ? std::to_string(s.segments) + " segments, " : "") << s.rounds << " rounds (seeds "
      << s.first_seed << ".." << s.last_seed << "), " << s.runs << " batches, " << s.cases << " cases in "
      << format("%.1f", s.seconds) << " s (" << format("%.2f", s.cases_per_second()) << " cases/s), "
-     << s.failure_files.size() << " failures, " << gaps.size() << " coverage gaps\n";
+     << s.failure_files.size() << " failures, " << gaps.size() << " coverage gaps"
+     << (s.properties_not_applicable().empty()
+             ? ""
+             : ", " + std::to_string(s.properties_not_applicable().size()) + " not applicable")
+     << "\n";
   os << "next segment: --seed " << s.last_seed + 1 << "\n\n";
 
   char line[256];
@@ -157,6 +175,12 @@ std::string format_summary(const CampaignSummary& s) {
                 "cases/s", "classes hit");
   os << line;
   for (const PropertyStats& p : s.properties) {
+    if (!p.not_applicable.empty()) {
+      std::snprintf(line, sizeof line, "%-24s %9s %7s %7s %5s %9s %s\n", p.name.c_str(), "-", "-", "-", "-", "-",
+                    "not applicable");
+      os << line;
+      continue;
+    }
     const std::size_t hit = p.required_classes.size() - p.missing_classes().size();
     std::snprintf(line, sizeof line, "%-24s %9lld %7lld %7d %5d %9.2f %zu/%zu\n", p.name.c_str(),
                   static_cast<long long>(p.cases), static_cast<long long>(p.discarded), p.runs, p.failures,
@@ -166,6 +190,7 @@ std::string format_summary(const CampaignSummary& s) {
 
   os << "\nclass hits per property (cases that contained each class the property tracks):\n";
   for (const PropertyStats& p : s.properties) {
+    if (!p.not_applicable.empty()) continue;
     std::string text = "  " + p.name + ":";
     std::size_t width = text.size();
     for (std::size_t i = 0; i < p.required_classes.size(); ++i) {
@@ -181,12 +206,21 @@ std::string format_summary(const CampaignSummary& s) {
       width += item.size();
     }
     os << text << "\n";
+    if (p.not_applicable_cases > 0)
+      os << "     (" << p.not_applicable_cases << " cases skipped: outside the profiles the property holds under)\n";
   }
 
   for (const std::string& f : s.failure_files) os << "FAILURE case file: " << f << "\n";
   for (const std::string& g : gaps) os << "COVERAGE GAP " << g << "\n";
+  const std::vector<std::string> not_applicable = s.properties_not_applicable();
+  for (const std::string& n : not_applicable) os << "NOT APPLICABLE " << n << "\n";
   const int rc = s.exit_code();
-  os << (rc == kExitPassed    ? "verdict: passed (every property ran, every tracked class hit)"
+  std::string passed = "verdict: passed (every property ran, every tracked class hit)";
+  if (!not_applicable.empty())
+    passed = "verdict: passed (every applicable property ran, every tracked class hit; " +
+             std::to_string(not_applicable.size()) +
+             " not applicable under the backend's profile, neither passed nor checked)";
+  os << (rc == kExitPassed    ? passed
          : rc == kExitFailure ? "verdict: FAILED (exit status 1)"
                               : "verdict: COVERAGE GAP (exit status 3)")
      << "\n";
@@ -222,6 +256,8 @@ CampaignSummary merge_summaries(const std::vector<CampaignSummary>& segments) {
       to.failures += from.failures;
       to.seconds += from.seconds;
       for (const auto& [cls, n] : from.class_hits) to.class_hits[cls] += n;
+      if (to.not_applicable.empty()) to.not_applicable = from.not_applicable;
+      to.not_applicable_cases += from.not_applicable_cases;
     }
   }
   return m;

@@ -49,10 +49,12 @@ void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& i
       x[dim] = p.nan;
       break;
     case EdgeClass::kPosInf:
-      x[dim] = p.pos_inf;
-      break;
     case EdgeClass::kNegInf:
-      x[dim] = p.neg_inf;
+      x[dim] = inj.cls == EdgeClass::kPosInf ? p.pos_inf : p.neg_inf;
+      // Half the time a +-0 shares the block: the Inf block policies differ most there (under
+      // `vllm` it keeps its sign, under `sglang` it becomes NaN, docs/contract.md §6.1).
+      if (width > 1 && rng.uniform(0, 1) == 0)
+        x[(dim + 1 + static_cast<int>(rng.uniform(0, width - 2))) % width] = rng.uniform(0, 1) ? p.neg_zero : 0;
       break;
     case EdgeClass::kPosZero:
       x[dim] = 0;
@@ -197,6 +199,7 @@ std::vector<std::string> classify(const InsertCase& c) {
   std::int64_t live = 0;
   bool seen[kEdgeClassCount] = {};
   bool rope_nan = false, rope_inf = false, rope_neg_zero = false, rope_subnormal = false;
+  bool inf_block_zero = false;  // a packed block holding +-Inf and a +-0 (the Inf block policy's sharpest case)
   const int width = block_width(*format);
   for (std::int64_t t = 0; t < m; ++t) {
     if (c.slots.load<std::int64_t>(t) < 0) continue;
@@ -211,7 +214,7 @@ std::vector<std::string> classify(const InsertCase& c) {
     }
     for (int b = 0; b < nope_blocks(*format); ++b) {
       float amax = 0.0f, second = 0.0f;
-      bool all_zero = true;
+      bool all_zero = true, has_inf = false, has_zero = false;
       std::uint16_t amax_bits = 0;
       for (int i = 0; i < width; ++i) {
         const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + b * width + i);
@@ -220,6 +223,8 @@ std::vector<std::string> classify(const InsertCase& c) {
           seen[static_cast<int>(EdgeClass::kNaN)] = true;
         else if (std::isinf(v))
           seen[static_cast<int>(v > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf)] = true;
+        has_inf |= std::isinf(v);
+        has_zero |= (bits & 0x7FFF) == 0;
         if (bits == 0) seen[static_cast<int>(EdgeClass::kPosZero)] = true;
         if (bits == p.neg_zero) seen[static_cast<int>(EdgeClass::kNegZero)] = true;
         if (is_subnormal(bits, p)) seen[static_cast<int>(EdgeClass::kSubnormal)] = true;
@@ -234,6 +239,7 @@ std::vector<std::string> classify(const InsertCase& c) {
         }
       }
       if (all_zero) seen[static_cast<int>(EdgeClass::kZeroBlock)] = true;
+      inf_block_zero |= is_packed(*format) && has_inf && has_zero;
       if (std::isfinite(amax) && amax > 0 && second < amax / 64)
         seen[static_cast<int>(EdgeClass::kOutlierBlock)] = true;
       for (int k = kMinAmaxPower; k <= p.max_amax_power; ++k) {
@@ -248,6 +254,7 @@ std::vector<std::string> classify(const InsertCase& c) {
   if (rope_inf) out.push_back("rope-dims:inf");
   if (rope_neg_zero) out.push_back("rope-dims:-0");
   if (rope_subnormal) out.push_back("rope-dims:subnormal");
+  if (inf_block_zero) out.push_back("inf-block:zero");
   for (int i = 0; i < kEdgeClassCount; ++i)
     if (seen[i]) out.push_back(edge_class_name(static_cast<EdgeClass>(i)));
   if (m == 0) out.push_back("tokens:zero");

@@ -15,13 +15,15 @@
 #include "kvc/testkit/backing.h"
 #include "kvc/testkit/backing_diff.h"
 #include "kvc/testkit/case_builder.h"
+#include "kvc/testkit/policy_report.h"
 #include "kvc/testkit/rule_breakers.h"
+#include "kvc/testkit/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {
 
 [[noreturn]] void fail(const PropertyInput& in, PropertyContext& ctx, const std::string& message) {
-  *ctx.last_failure = FailureRecord{in, message};
+  *ctx.last_failure = FailureRecord{in, message, ctx.sut.declared_profile(in.c)};
   RC_FAIL(message);
 }
 
@@ -72,30 +74,65 @@ std::vector<std::int64_t> iota_rows(std::int64_t from, std::int64_t to) {
   return v;
 }
 
+// The legacy case kv-only-equals-legacy runs a KV-only problem as: the same KV rows, no kv_norm
+// (it is fused only in front of the KV-only op), and Q heads, padding and flags drawn from `aux`.
+InsertCase legacy_twin(const InsertCase& kv_only, std::uint64_t aux, std::int64_t* padded_heads = nullptr) {
+  const RecordFormat f = *format_of(kv_only);
+  testkit::QuerySpec q;
+  std::uint64_t a = aux;
+  q.padded_heads = is_packed(f) ? kSupportedHeadPadding[a % kSupportedHeadPadding.size()] : 0;
+  a /= kSupportedHeadPadding.size();
+  q.heads = q.padded_heads ? 1 + static_cast<std::int64_t>(a % static_cast<std::uint64_t>(q.padded_heads))
+                           : 1 + static_cast<std::int64_t>(a % 3);
+  q.q_interleaved = (a >> 8) & 1;
+  q.apply_q_norm = (a >> 9) & 1;
+  q.apply_q_rope = (a >> 10) & 1;
+  testkit::Rng rng(a);
+  q.q = testkit::random_bf16_rows(rng, kv_only.num_rows() * q.heads);
+  q.eps = 1e-6f;
+  q.q_scale_inv = 2.0f;
+  if (padded_heads) *padded_heads = q.padded_heads;
+  return testkit::make_legacy_case(kv_only, q);
+}
+
+InsertCase without_kv_norm(const InsertCase& c) {
+  InsertCase out = c;
+  out.kv_norm_weight = HostTensor{};
+  return out;
+}
+
+// Every policy but rsqrt: what decides the record bytes of a case without a norm row.
+bool same_record_policies(oracle::Profile a, oracle::Profile b) {
+  a.rsqrt = b.rsqrt = RsqrtMode::kCorrectlyRounded;
+  return a == b;
+}
+
 // ---- properties ----
 
-// With the oracle as the backend under test this compares the oracle with itself and cannot fail;
-// it exists for kernel backends (and mutants: fuzz_mutation_test, fuzz_planted_defect_test).
-// A backend that declares the approximate rsqrt has its norm rows checked per docs/contract.md §2.
+// The backend against the oracle under the profile the backend declares for the case
+// (testkit::check_backend_insert, docs/contract.md §6.6): the same status, nothing written on a
+// rejection, every cache byte (a mismatch names the policies the differing bytes follow, and
+// address errors apart, never excused), and the legacy op's q_out; a backend that declares the
+// approximate rsqrt has its norm rows checked per docs/contract.md §2.5. The class
+// "profile:<name>" records the declared profile. With the oracle as the backend under test this
+// compares the oracle with itself and cannot fail; it exists for kernel backends (and mutants:
+// fuzz_mutation_test, fuzz_planted_defect_test, fuzz_profile_test).
 void differential(const PropertyInput& in, PropertyContext& ctx) {
-  InsertOutputs expected = testkit::make_outputs(in.c), actual = testkit::make_outputs(in.c);
-  const Status es = testkit::OracleBackend().run(in.c, expected);
-  const Status as = ctx.sut.run(in.c, actual);
-  if (es.code != as.code)
-    fail(in, ctx, "status differs: oracle " + es.ToString() + ", " + ctx.sut.name() + " " + as.ToString());
-  const RsqrtMode mode = testkit::declared_rsqrt_mode(ctx.sut, in.c);
-  if (mode == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty()) {
-    record(ctx.coverage, {"rsqrt:approximate"});
-    const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(in.c, mode, expected, actual);
-    if (!r.accepted) fail(in, ctx, ctx.sut.name() + " vs oracle\n" + r.report);
-    return;
+  const oracle::Profile declared = ctx.sut.declared_profile(in.c);
+  record(ctx.coverage, {"profile:" + oracle::profile_name(declared)});
+  const bool approximate = declared.rsqrt == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty();
+  if (approximate) record(ctx.coverage, {"rsqrt:approximate"});
+  const testkit::BackendCheck check = testkit::check_backend_insert(ctx.sut, in.c);
+  if (check.passed) return;
+  std::string message = check.text;
+  if (!approximate && check.oracle_status.ok() && check.backend_status.ok() && check.report.equal()) {
+    // Only q_out differs: the row-by-row report says which token, head and dims.
+    InsertOutputs expected = testkit::make_outputs(in.c), actual = testkit::make_outputs(in.c);
+    (void)testkit::OracleBackend().run(in.c, expected);
+    (void)ctx.sut.run(in.c, actual);
+    message += testkit::compare_under_rsqrt_mode(in.c, RsqrtMode::kCorrectlyRounded, expected, actual).report;
   }
-  expect_same_cache(in.c, expected.cache, actual.cache, in, ctx, "oracle", ctx.sut.name());
-  if (expected.q_out != actual.q_out) {
-    const testkit::ApproxRsqrtResult r =
-        testkit::compare_under_rsqrt_mode(in.c, RsqrtMode::kCorrectlyRounded, expected, actual);
-    fail(in, ctx, "q_out differs from the oracle's\n" + r.report);
-  }
+  fail(in, ctx, message);
 }
 
 void slot_minus_one_is_noop(const PropertyInput& in, PropertyContext& ctx) {
@@ -131,27 +168,15 @@ void locality(const PropertyInput& in, PropertyContext& ctx) {
 
 // With the oracle as the backend under test this compares the oracle with itself (legacy_insert
 // runs insert_kv_rows, the KV-only encoder) and cannot fail; it is the DSpark claim for kernels.
+// It needs both ops to declare the same record policies (ProfileScope): the harness checks that
+// before the property runs.
 void kv_only_equals_legacy(const PropertyInput& in, PropertyContext& ctx) {
-  InsertCase c = in.c;
-  c.kv_norm_weight = HostTensor{};  // kv_norm is fused only in front of the KV-only op
-  const RecordFormat f = *format_of(c);
-  testkit::QuerySpec q;
-  std::uint64_t a = in.aux;
-  q.padded_heads = is_packed(f) ? kSupportedHeadPadding[a % kSupportedHeadPadding.size()] : 0;
-  a /= kSupportedHeadPadding.size();
-  q.heads = q.padded_heads ? 1 + static_cast<std::int64_t>(a % static_cast<std::uint64_t>(q.padded_heads))
-                           : 1 + static_cast<std::int64_t>(a % 3);
-  q.q_interleaved = (a >> 8) & 1;
-  q.apply_q_norm = (a >> 9) & 1;
-  q.apply_q_rope = (a >> 10) & 1;
-  testkit::Rng rng(a);
-  q.q = testkit::random_bf16_rows(rng, c.num_rows() * q.heads);
-  q.eps = 1e-6f;
-  q.q_scale_inv = 2.0f;
-  const InsertCase legacy = testkit::make_legacy_case(c, q);
+  const InsertCase c = without_kv_norm(in.c);
+  std::int64_t padded_heads = 0;
+  const InsertCase legacy = legacy_twin(c, in.aux, &padded_heads);
   const InsertOutputs kv = run_ok(c, in, ctx, "KV-only");
   const InsertOutputs lg = run_ok(legacy, in, ctx, "legacy");
-  expect_same_cache(c, lg.cache, kv.cache, in, ctx, "legacy insert (Hp " + std::to_string(q.padded_heads) + ")",
+  expect_same_cache(c, lg.cache, kv.cache, in, ctx, "legacy insert (Hp " + std::to_string(padded_heads) + ")",
                     "KV-only insert");
 }
 
@@ -190,7 +215,9 @@ void idempotent(const PropertyInput& in, PropertyContext& ctx) {
 }
 
 // Scales one NoPE block of one live row by 2^j when that is exact for every element and keeps the
-// amax above the floor; its codes must stay and its scale byte must move by j.
+// amax above the floor; its codes must stay and its scale byte must move by j. Under the amax floor
+// `after` (docs/contract.md §6.1) the floor binds up to amax = 448 * 2^-14, far above the 2e-4 this
+// excludes: the property states that it holds under `before` only (ProfileScope).
 void scale_by_power_of_two(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
   const RecordFormat f = *format_of(c);
@@ -235,6 +262,10 @@ void scale_by_power_of_two(const PropertyInput& in, PropertyContext& ctx) {
   if (!msg.str().empty()) fail(in, ctx, msg.str());
 }
 
+// Negating every kv element flips the sign bit of every code and 16-bit value and keeps the scales.
+// Blocks holding +-Inf are checked too: under the Inf block policy `vllm` their finite elements
+// encode as +-0 by sign, which flips; under `sglang` a +-0 there encodes as NaN whatever its sign
+// (docs/contract.md §6.1), so the property states that it holds under `vllm` only (ProfileScope).
 void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
   if (c.kv_norm_weight.present) return;  // the weight is not negated: the claim is about kv alone
@@ -261,14 +292,16 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
       // A zero RoPE result (zero inputs, injected into the RoPE dims) is a sum of signed zeros:
       // +0 + -0 = +0 in both directions, so its sign does not follow the negation.
       if (d >= kNopeDim && x[d] == 0.0f) continue;
-      if (l.quant_block_dims && ra.scales[d / l.quant_block_dims] == kUe8m0Nan) continue;
       const bool code = d < l.fp8_dims;
       const unsigned va = code ? ra.codes[d] : ra.values16[d], vb = code ? rb.codes[d] : rb.values16[d];
       const unsigned sign = code ? 0x80u : 0x8000u;
       if ((va ^ sign) != vb) {
         std::ostringstream m;
-        m << "negation changed more than the sign: slot " << slot << " dim " << d << " 0x" << std::hex << va << " -> 0x"
-          << vb;
+        m << "negation changed more than the sign: slot " << slot << " dim " << d << " (value " << x[d];
+        if (code && l.quant_block_dims)
+          m << ", block " << d / l.quant_block_dims << " scale byte 0x" << std::hex
+            << int(ra.scales[d / l.quant_block_dims]) << std::dec;
+        m << ") 0x" << std::hex << va << " -> 0x" << vb << ", expected 0x" << (va ^ sign);
         fail(in, ctx, m.str());
       }
     }
@@ -276,12 +309,16 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
 }
 
 // |dequantized - y| <= half an e4m3 step of y's scaled value, times the scale (packed), or the
-// scaled value saturated at 448 (fp8_512).
+// scaled value saturated at 448 (fp8_512). y is the value the op quantizes under the rope policy
+// the backend declares (rotated, or as it arrives: docs/contract.md §6.1); every other policy
+// leaves the bound as it is (the scale is read from the record), except an approximate rsqrt,
+// whose normed rows are not the correctly rounded ones this computes (ProfileScope).
 void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
   const RecordFormat f = *format_of(c);
   if (f == RecordFormat::kBf16_512) return;
   const RecordLayout& l = layout_of(f);
+  const bool rotated = ctx.sut.declared_profile(c).rope == oracle::RopePolicy::kRotate;
   const InsertOutputs out = run_ok(c, in, ctx, "insert");
   const oracle::PagedCacheView v = testkit::view_of(c);
   const float fp8_scale = c.fp8_scale.present ? c.fp8_scale.load<float>(0) : 1.0f;
@@ -289,7 +326,10 @@ void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
     const std::int64_t slot = c.slots.load<std::int64_t>(t);
     if (slot < 0) continue;
     float x[kHeadDim];
-    oracle::kv_row_after_rope(c, t, x);
+    if (rotated)
+      oracle::kv_row_after_rope(c, t, x);
+    else
+      oracle::kv_row_before_rope(c, t, x);
     const oracle::DecodedRecord r = oracle::decode_record(out.cache, v, slot, fp8_scale);
     for (int d = 0; d < l.fp8_dims; ++d) {
       const float y = l.paged_regions ? oracle::round_through_bf16(x[d]) : x[d];
@@ -374,6 +414,32 @@ std::vector<std::string> edges_and(std::vector<std::string> extra) {
   return v;
 }
 
+// Profile scopes (docs/contract.md §6.1), each derived from what the policies change.
+ProfileScope every_profile(std::string why) {
+  ProfileScope s;
+  s.description = "every profile (" + why + ")";
+  return s;
+}
+
+ProfileScope only_where(std::string description, std::function<bool(const oracle::Profile&)> holds) {
+  ProfileScope s;
+  s.description = std::move(description);
+  s.holds = std::move(holds);
+  return s;
+}
+
+// Probe cases for not_applicable(property, sut): a small case of every op and format the
+// property's generation draws.
+std::vector<InsertCase> probe_cases(const GenConfig& g) {
+  std::vector<InsertCase> v;
+  for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy}) {
+    if (op == InsertOp::kLegacy && !g.allow_legacy) continue;
+    for (RecordFormat f : kAllFormats)
+      if (!g.packed_only || is_packed(f)) v.push_back(testkit::small_valid_case(op, f));
+  }
+  return v;
+}
+
 const std::vector<std::string> kStructural = {
     "format:packed584",  "format:packed528", "format:fp8_512",      "format:bf16_512", "slots:some-skipped",
     "slots:all-skipped", "dp-padding",       "block-size:non-pow2", "block-size:pow2", "page-padding"};
@@ -393,29 +459,51 @@ const std::vector<PropertySpec>& all_properties() {
     with_legacy.push_back("kv:f16");  // the legacy op's fp16 path
     std::vector<std::string> invalid_required;
     for (const auto& b : testkit::rule_breakers()) invalid_required.push_back("rule:" + b.name);
+    // Per row: a row's record depends on that row alone under every policy (pad `keep` leaves the
+    // byte as it was, whoever wrote it), so the structural claims hold under every profile.
+    const std::string per_row = "each record depends on its own row alone under every policy";
+    ProfileScope both_ops = every_profile("when the legacy op declares the KV-only op's record policies");
+    both_ops.same_record_policies_across_ops = true;
+    std::vector<std::string> negation_required = edges_and(structural);
+    negation_required.push_back("inf-block:zero");
     return std::vector<PropertySpec>{
-        {"differential", "the backend under test writes the oracle's bytes", any, edges_and(with_legacy), differential},
-        {"slot-minus-one-is-noop", "a row with slot -1 changes nothing", kv_only, structural, slot_minus_one_is_noop},
+        {"differential", "the backend under test writes the oracle's bytes", any, edges_and(with_legacy), differential,
+         1, every_profile("compared with the oracle under the profile the backend declares")},
+        {"slot-minus-one-is-noop", "a row with slot -1 changes nothing", kv_only, structural, slot_minus_one_is_noop, 1,
+         every_profile("no profile excuses a write, docs/contract.md §6.3")},
         {"locality", "only addressed records change; padding, gaps and other slots keep the canary", any,
-         edges_and(with_legacy), locality},
+         edges_and(with_legacy), locality, 1, every_profile("no profile excuses a write, docs/contract.md §6.3")},
         {"kv-only-equals-legacy", "the legacy op's cache bytes equal the KV-only op's", kv_only_as_legacy,
-         edges_and(structural), kv_only_equals_legacy},
+         edges_and(structural), kv_only_equals_legacy, 1, both_ops},
         {"token-permutation", "permuting tokens with their slots gives the same cache", kv_only, structural,
-         token_permutation},
-        {"split-batch", "one call equals the same batch in two calls", kv_only, structural, split_batch},
-        {"idempotent", "inserting twice equals inserting once", any, with_legacy, idempotent},
-        {"scale-by-power-of-two",
-         "scaling a block by 2^j keeps its codes and adds j to its scale byte",
-         packed_kv,
-         {"format:packed584", "format:packed528", "scaled-block"},
-         scale_by_power_of_two},
-        {"negation-flips-sign", "negating kv flips only sign bits", kv_only, edges_and(structural),
-         negation_flips_sign},
+         token_permutation, 1, every_profile(per_row)},
+        {"split-batch", "one call equals the same batch in two calls", kv_only, structural, split_batch, 1,
+         every_profile(per_row)},
+        {"idempotent", "inserting twice equals inserting once", any, with_legacy, idempotent, 1,
+         every_profile(per_row)},
+        {"scale-by-power-of-two", "scaling a block by 2^j keeps its codes and adds j to its scale byte", packed_kv,
+         std::vector<std::string>{"format:packed584", "format:packed528", "scaled-block"}, scale_by_power_of_two, 1,
+         only_where("amax floor `before` (under `after` every block with amax <= 448 * 2^-14 gets E = -13, "
+                    "whatever its scaling)",
+                    [](const oracle::Profile& p) { return p.amax_floor == oracle::AmaxFloor::kBeforeDivide; })},
+        {"negation-flips-sign", "negating kv flips only sign bits", kv_only, negation_required, negation_flips_sign, 1,
+         only_where("Inf block `vllm` (under `sglang` a +-0 in a block holding +-Inf encodes as NaN whatever its "
+                    "sign)",
+                    [](const oracle::Profile& p) { return p.inf_block == oracle::InfBlockInverse::kZero; })},
         {"dequantization-bound", "dequantized codes are within half an e4m3 step of the input (or saturated)", kv_only,
-         edges_and({"format:packed584", "format:packed528", "format:fp8_512"}), dequantization_bound},
+         edges_and({"format:packed584", "format:packed528", "format:fp8_512"}), dequantization_bound, 1,
+         only_where("rsqrt `rn` for a case with a norm row (the bound is taken from the correctly rounded norm; "
+                    "the rope policy decides the input, every other policy keeps the bound)",
+                    [](const oracle::Profile& p) { return p.rsqrt == RsqrtMode::kCorrectlyRounded; })},
         {"invalid-rejected", "a case breaking one rule is rejected with its code and writes nothing", rule_breaking,
-         invalid_required, invalid_rejected, 5},
-        {"decoder-total", "the record decoder accepts arbitrary bytes", any, {"decoded-random-bytes"}, decoder_total},
+         invalid_required, invalid_rejected, 5, every_profile("validation does not depend on the profile")},
+        {"decoder-total",
+         "the record decoder accepts arbitrary bytes",
+         any,
+         {"decoded-random-bytes"},
+         decoder_total,
+         1,
+         every_profile("reads the record codec, not a backend")},
     };
   }();
   return table;
@@ -425,6 +513,42 @@ const PropertySpec* find_property(const std::string& name) {
   for (const PropertySpec& p : all_properties())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+oracle::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c) {
+  oracle::Profile p = sut.declared_profile(c);
+  if (testkit::norm_rows(c).empty()) p.rsqrt = RsqrtMode::kCorrectlyRounded;
+  return p;
+}
+
+std::optional<std::string> not_applicable(const PropertySpec& property, const testkit::Backend& sut,
+                                          const InsertCase& c) {
+  const ProfileScope& scope = property.profiles;
+  const oracle::Profile p = judged_profile(sut, c);
+  if (!scope.holds_under(p))
+    return "not applicable under " + oracle::profile_name(p) + " (" + property.name + " holds under " +
+           scope.description + ")";
+  if (scope.same_record_policies_across_ops && c.op == InsertOp::kKvOnly) {
+    const oracle::Profile kv = sut.declared_profile(without_kv_norm(c));
+    testkit::QuerySpec q;  // the dummy query: a backend declares per op, format and kv dtype
+    q.heads = 1;
+    q.padded_heads = 0;
+    const oracle::Profile legacy = sut.declared_profile(testkit::make_legacy_case(without_kv_norm(c), q));
+    if (!same_record_policies(kv, legacy))
+      return "not applicable: the KV-only op declares " + oracle::profile_name(kv) + " and the legacy op " +
+             oracle::profile_name(legacy) + " (" + property.name + " holds under " + scope.description + ")";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> not_applicable(const PropertySpec& property, const testkit::Backend& sut) {
+  std::optional<std::string> first;
+  for (const InsertCase& c : probe_cases(property.generation)) {
+    std::optional<std::string> why = not_applicable(property, sut, c);
+    if (!why) return std::nullopt;
+    if (!first) first = std::move(why);
+  }
+  return first;
 }
 
 }  // namespace kvc::fuzz

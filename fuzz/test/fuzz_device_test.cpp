@@ -40,6 +40,7 @@ class DeviceUnderFuzz final : public testkit::Backend {
   std::string name() const override { return device_.name(); }
   testkit::Support supports(const InsertCase& c) const override { return device_.supports(c); }
   RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override { return device_.rsqrt_mode(op, q_norm); }
+  oracle::Profile declared_profile(const InsertCase& c) const override { return device_.declared_profile(c); }
   Status run(const InsertCase& c, InsertOutputs& out) override {
     if (const testkit::Support s = device_.supports(c); !s.supported) {
       ++discarded;
@@ -71,6 +72,7 @@ void run_on_device(PropertySpec p, RunConfig config, const std::string& ctest_re
               device.name().c_str(), o.cases, o.seconds, o.seconds > 0 ? o.cases / o.seconds : 0.0,
               static_cast<long long>(p.generation.max_tokens), static_cast<unsigned long long>(config.seed));
   for (const auto& [cls, n] : o.coverage) std::printf("  %-28s %lld\n", cls.c_str(), static_cast<long long>(n));
+  if (!o.not_applicable.empty()) GTEST_SKIP() << "the library's declared profile: " << o.not_applicable;
   if (!o.passed && o.cases == 0 && sut.discarded > 0 && !o.failure && !sut.last_thrown)
     GTEST_SKIP() << "the library implements none of the cases this property generates: " << sut.unsupported_reason;
   if (!o.passed) {
@@ -79,7 +81,7 @@ void run_on_device(PropertySpec p, RunConfig config, const std::string& ctest_re
     std::string where;
     if (minimal) {
       const std::string path = "fuzz-device-failure-" + p.name + ".json";
-      testkit::write_json_file(path, testkit::case_to_json(minimal->c));
+      testkit::write_json_file(path, testkit::case_to_json(minimal->c, device.declared_profile(minimal->c)));
       std::ostringstream summary;
       summary << *minimal;
       where = "\nminimal problem: " + summary.str() + "\ncase written to " + path;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "dlpack_case.h"
+#include "device_scope.h"
 #include "kvc/insert_case.h"
 #include "kvc/kernels/kv_insert.h"
 #include "kvc/kernels/kv_norm.h"
@@ -58,24 +59,7 @@ bool covers(const Args* args, std::size_t end_of_field) {
 }
 #define KVC_END_OF(Type, field) (offsetof(Type, field) + sizeof(static_cast<Type*>(nullptr)->field))
 
-// Makes the tensors' device current for the launch and restores the caller's afterwards.
-class DeviceScope {
- public:
-  cudaError_t enter(int device) {
-    cudaError_t e = cudaGetDevice(&previous_);
-    if (e != cudaSuccess || previous_ == device) return e;
-    e = cudaSetDevice(device);
-    switched_ = e == cudaSuccess;
-    return e;
-  }
-  ~DeviceScope() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
+using detail::DeviceScope;
 
 struct NamedTensor {
   const DLTensor* tensor;

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "dlpack_case.h"
+#include "device_scope.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/kernels/stacked_ctx_kv.h"
 #include "kvc/stacked_ctx_kv_validate.h"
@@ -146,24 +147,7 @@ StackedLayerDevice device_layer(const kvc_stacked_ctx_kv_layer& in, const Stacke
   return d;
 }
 
-// Makes the tensors' device current for the launch and restores the caller's afterwards.
-class DeviceScope {
- public:
-  cudaError_t enter(int device) {
-    cudaError_t e = cudaGetDevice(&previous_);
-    if (e != cudaSuccess || previous_ == device) return e;
-    e = cudaSetDevice(device);
-    switched_ = e == cudaSuccess;
-    return e;
-  }
-  ~DeviceScope() {
-    if (switched_) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = 0;
-  bool switched_ = false;
-};
+using detail::DeviceScope;
 
 Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
   if (a == nullptr) return bad_argument("args is NULL");

@@ -6,7 +6,10 @@
 //   kvc_sanitizer_planted shared-race        racecheck: threads of two warps read each other's shared
 //                                            memory writes with no barrier between
 //   kvc_sanitizer_planted uninit-read        initcheck: a global read of memory never written
-//   kvc_sanitizer_planted divergent-barrier  synccheck: __syncthreads reached by one warp of two
+//   kvc_sanitizer_planted divergent-barrier  synccheck: __syncthreads reached by half of a warp's
+//                                            threads (on the H200, synccheck reports this as
+//                                            "Divergent thread(s) in warp"; a barrier reached by
+//                                            one warp of two is not reported there)
 //
 // Without a sanitizer each runs to completion and exits 0 (the defects corrupt nothing the
 // program looks at): a reported error can only come from the tool. Exit 2 for a usage error,
@@ -37,11 +40,12 @@ __global__ void copy(const int* in, int* out) {
   out[t] = in[t];
 }
 
-// Whole warps diverge: the second warp skips the barrier and exits, which releases it, so the
-// kernel completes without a sanitizer (a warp split at a barrier could hang instead).
+// Half of every warp skips the barrier and exits. Measured on the H200 (CUDA 13.0): the kernel
+// completes without a sanitizer, and synccheck reports "Barrier error detected. Divergent
+// thread(s) in warp"; the earlier form (one warp of two at the barrier) was not reported.
 __global__ void barrier_in_divergent_branch(int* out) {
   const int t = static_cast<int>(threadIdx.x);
-  if (t < 32) __syncthreads();  // the second warp never arrives
+  if (t % 2 != 0) __syncthreads();  // the even lanes of every warp never arrive
   out[t] = t;
 }
 

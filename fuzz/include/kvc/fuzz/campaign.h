@@ -20,6 +20,7 @@
 
 #include "kvc/fuzz/campaign_summary.h"
 #include "kvc/fuzz/properties.h"
+#include "kvc/oracle/profile.h"
 #include "kvc/oracle/options.h"
 
 namespace kvc::fuzz {
@@ -48,6 +49,13 @@ struct PropertyOutcome {
   bool gave_up = false;
   int cases = 0;      // successful cases before the verdict
   int discarded = 0;  // cases the backend does not implement (Backend::supports), or the property discarded
+  // The property's claim does not hold under the profile the backend declares (PropertySpec::
+  // profiles, docs/contract.md §6): why, when no case applied ("not applicable under sglang-store
+  // (negation-flips-sign holds under Inf block `vllm` ...)"). Then passed is false, nothing failed,
+  // and no case ran. A backend whose declared profile varies per case may have only some cases
+  // excluded: those are counted apart from `discarded`.
+  std::string not_applicable;
+  int not_applicable_cases = 0;
   double seconds = 0.0;
   std::string message;                   // failure description
   std::optional<FailureRecord> failure;  // the shrunk counterexample
@@ -60,15 +68,17 @@ struct PropertyOutcome {
 // wrong byte, so it is shrunk and recorded like one.
 PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut, const RunConfig& config);
 
-// Case file for a failure: property, seed, mutation, contract version, aux, case, message.
+// Case file for a failure: property, seed, mutation, contract version, aux, case (with the profile
+// the backend declared for it, docs/contract.md §6.5), message.
 nlohmann::json failure_to_json(const PropertyOutcome& outcome, oracle::OracleMutation mutation);
-// Runs the property on the stored input once against `sut`. Returns the failure message, or
-// nothing on pass. Throws std::runtime_error when the file cannot be replayed (unknown property,
-// a case of another contract version that means something else) or the backend does not
-// implement the case.
+// Runs the property on the stored input once against `sut` (under the profile `sut` declares).
+// Returns the failure message, or nothing on pass. Throws std::runtime_error when the file cannot
+// be replayed (unknown property, a case of another contract version that means something else, a
+// profile this build cannot read), the backend does not implement the case, or the property is
+// not applicable under the backend's profile.
 std::optional<std::string> replay_case_file(const nlohmann::json& file, testkit::Backend& sut);
-// The same against the oracle, with the mutation the file records (how a campaign's failure
-// against a mutant replays).
+// The same against the oracle, with the mutation and the profile the file records (how a
+// campaign's failure against a mutant, or an oracle under a profile, replays).
 std::optional<std::string> replay_case_file(const nlohmann::json& file, oracle::OracleMutation* mutation_out = nullptr);
 
 struct CampaignConfig {
@@ -85,6 +95,10 @@ struct CampaignConfig {
   // when its share of the time pays for it. Without it every batch is exactly this size (what a
   // re-run line uses to reproduce one batch).
   int batch_cases = 10;
+  // The batch before anything was measured (0: batch_cases). Device campaigns take kMinimumBatch:
+  // one of their cases can take seconds (262144-token problems against the CPU oracle), and ten
+  // of them before the first measurement ate half of a one-minute budget on the H200.
+  int first_batch_cases = 0;
   bool adaptive = true;
   int max_size = 100;
   // Token limits (generation_for()); 0 keeps each property's own (4096 tokens; 256 for invalid
@@ -96,6 +110,9 @@ struct CampaignConfig {
   std::vector<PropertySpec> property_table;
   std::string corpus_dir = "fuzz-corpus";
   oracle::OracleMutation mutation = oracle::OracleMutation::kNone;
+  // The implementation profile (docs/contract.md §6) of the oracle under test when the backend is
+  // the oracle; a device backend's profile is the one its library declares.
+  oracle::Profile profile = oracle::vllm_profile();
   bool stop_on_failure = false;
   std::string program = "kvconform-fuzz";  // for the reproduce lines
   // How the reproduce lines select the backend under test ("--backend device --kernels x.so");
@@ -121,7 +138,7 @@ inline constexpr int kCatchUpFactor = 4;
 // config.mutation is recorded in the case files and is what the oracle overload below applies.
 CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut,
                              const std::function<void(const std::string&)>& progress);
-// The same with the oracle (carrying config.mutation) as the backend under test.
+// The same with the oracle (carrying config.mutation and config.profile) as the backend under test.
 CampaignSummary run_campaign(const CampaignConfig& config, const std::function<void(const std::string&)>& progress);
 
 }  // namespace kvc::fuzz

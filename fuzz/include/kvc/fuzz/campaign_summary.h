@@ -3,6 +3,9 @@
 // Per property: cases, discards, batches, failures, cases/s and the hits of every class it tracks
 // (its required classes). A property that got no case and a required class that was never
 // generated are coverage gaps: a campaign that did not run a property claims nothing about it.
+// A property whose claim does not hold under the backend's implementation profile (PropertySpec::
+// profiles, docs/contract.md §6) is reported apart, with the reason: "not applicable", neither
+// passed nor a coverage gap (the campaign could not have checked it).
 // Campaigns longer than one sitting run as segments (consecutive seeds); merge_summaries() adds
 // their JSON summaries up into the one campaign they form.
 #pragma once
@@ -32,6 +35,10 @@ struct PropertyStats {
   double seconds = 0.0;        // campaign clock, shrinking included
   std::vector<std::string> required_classes;
   Coverage class_hits;  // cases that contained each class (every class seen, required or not)
+  // Why the property does not apply under the backend's profile (empty: it does), and the cases
+  // skipped as outside its profiles (a backend whose declared profile varies per case).
+  std::string not_applicable;
+  std::int64_t not_applicable_cases = 0;
 
   double cases_per_second() const { return seconds > 0 ? static_cast<double>(cases) / seconds : 0.0; }
   std::vector<std::string> missing_classes() const;  // required, never hit
@@ -55,6 +62,8 @@ struct CampaignSummary {
 
   // Derived from `properties` (recomputed, never stored apart):
   std::vector<std::string> properties_without_cases() const;
+  // "P: not applicable under ...": not counted as passed, nor as properties without cases.
+  std::vector<std::string> properties_not_applicable() const;
   std::vector<std::string> coverage_gaps() const;  // "P: no case ran", "P: class C never generated"
   Coverage coverage() const;                       // class hits over all properties
   double cases_per_second() const { return seconds > 0 ? static_cast<double>(cases) / seconds : 0.0; }

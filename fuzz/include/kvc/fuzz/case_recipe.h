@@ -70,7 +70,9 @@ InsertCase build_case(const CaseRecipe& r);
 
 // Classes present in a case's live rows (slot >= 0, row < M), read from its bytes: the edge
 // classes of the NoPE dims by name, the special values of the RoPE dims ("rope-dims:nan",
-// "rope-dims:inf", "rope-dims:-0", "rope-dims:subnormal"), plus structural ones
+// "rope-dims:inf", "rope-dims:-0", "rope-dims:subnormal"), "inf-block:zero" (a packed NoPE block
+// holding +-Inf and a +-0: the Inf block policy decides its code, docs/contract.md §6.1), plus
+// structural ones
 // ("format:packed528", "slots:some-skipped", "dp-padding", "block-size:non-pow2", "page-padding",
 // "tokens:zero", "tokens:>=1024", "op:legacy", "kv:f16", ...).
 std::vector<std::string> classify(const InsertCase& c);

@@ -9,6 +9,13 @@
 // With the oracle as the backend under test, differential and kv-only-equals-legacy compare the
 // oracle with itself (the legacy op runs the KV-only encoder) and cannot fail: they become
 // meaningful when a kernel backend is under test.
+//
+// Implementation profiles (docs/contract.md §6): differential compares a backend with the oracle
+// under the profile the backend declares (testkit/policy_report.h), so it holds under every
+// profile. Every other property states the profiles its claim holds under (PropertySpec::profiles),
+// derived from the policies' definitions; a case whose declared profile lies outside them is
+// "not applicable", never passed: the run, the campaign summary and the gtest suites say so with
+// the reason (fuzz/test/fuzz_profile_test.cpp shows each exclusion is needed).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@
 
 #include "kvc/fuzz/case_recipe.h"
 #include "kvc/fuzz/generators.h"
+#include "kvc/oracle/profile.h"
 #include "kvc/oracle/record_codec.h"
 #include "kvc/testkit/backend.h"
 
@@ -28,6 +36,9 @@ namespace kvc::fuzz {
 struct FailureRecord {
   PropertyInput input;
   std::string message;
+  // The profile the backend declared for the input: the one its expectations hold under, which
+  // the case file records (docs/contract.md §6.5).
+  oracle::Profile profile = oracle::vllm_profile();
 };
 
 // The record codec entry points decoder-total exercises. Null members mean the oracle's own;
@@ -45,6 +56,19 @@ struct PropertyContext {
   const CodecUnderTest* codec = nullptr;  // decoder-total only; null: the oracle's codec
 };
 
+// The implementation profiles a property's claim holds under (docs/contract.md §6).
+struct ProfileScope {
+  std::string description = "every profile";
+  // On the profile a case is judged under (judged_profile()); null: every profile.
+  std::function<bool(const oracle::Profile&)> holds;
+  // The property runs each problem through both ops and compares their records: it also needs the
+  // legacy op to declare the KV-only op's record policies (every policy but rsqrt, which concerns
+  // the legacy op's Q norm only).
+  bool same_record_policies_across_ops = false;
+
+  bool holds_under(const oracle::Profile& p) const { return !holds || holds(p); }
+};
+
 struct PropertySpec {
   std::string name;
   std::string claim;
@@ -56,9 +80,23 @@ struct PropertySpec {
   // Runs take this many times the configured case count: a property that draws one of many
   // rules per case needs more cases to hit each of them.
   int case_multiplier = 1;
+  ProfileScope profiles;
 };
 
 const std::vector<PropertySpec>& all_properties();
 const PropertySpec* find_property(const std::string& name);
+
+// The profile a property is judged under for case c: what `sut` declares for it, with the rsqrt
+// policy taken as `rn` when c has no norm row (the policy changes no byte of such a case, §6.1).
+oracle::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c);
+
+// Why `property` does not apply to case c on `sut`: "not applicable under sglang-store (holds
+// under: ...)". Nothing when it applies.
+std::optional<std::string> not_applicable(const PropertySpec& property, const testkit::Backend& sut,
+                                          const InsertCase& c);
+// The same for the backend as a whole, probed with a small case of every op and format the
+// property generates: the reason when it applies to none of them. A backend that declares
+// different profiles per case may still have some cases excluded (run_property counts them).
+std::optional<std::string> not_applicable(const PropertySpec& property, const testkit::Backend& sut);
 
 }  // namespace kvc::fuzz

@@ -246,18 +246,18 @@ typedef struct kvc_stacked_ctx_kv_layer {
 
 typedef struct kvc_stacked_ctx_kv_args {
   uint32_t struct_size;
-  uint32_t layer_struct_size; /* sizeof(kvc_stacked_ctx_kv_layer) as the caller knows it */
-  const DLTensor* x;          /* [T, hidden] bf16 or fp16: the storage dtype */
-  const DLTensor* positions;  /* [T] int64 */
-  const DLTensor* cache_loc;  /* [T] int64 */
+  uint32_t layer_struct_size;             /* sizeof(kvc_stacked_ctx_kv_layer) as the caller knows it */
+  const DLTensor* x;                      /* [T, hidden] bf16 or fp16: the storage dtype */
+  const DLTensor* positions;              /* [T] int64 */
+  const DLTensor* cache_loc;              /* [T] int64 */
   const kvc_stacked_ctx_kv_layer* layers; /* host array of num_layers entries */
-  int32_t num_layers;         /* 1..32 */
-  int32_t path;               /* kvc_stacked_path */
-  int32_t gemm;               /* kvc_projection_gemm */
-  const DLTensor* stacked_weight; /* [sum of 2 * kv_size, hidden] in the layers' dtype, or NULL */
-  const DLTensor* stacked_bias;   /* [sum of 2 * kv_size] when the layers have biases, else NULL */
-  const DLTensor* projection;     /* optional output [T, sum of 2 * kv_size] in x's dtype: the stored GEMM result */
-  int32_t* path_taken;            /* optional host output: the kvc_stacked_path that ran */
+  int32_t num_layers;                     /* 1..32 */
+  int32_t path;                           /* kvc_stacked_path */
+  int32_t gemm;                           /* kvc_projection_gemm */
+  const DLTensor* stacked_weight;         /* [sum of 2 * kv_size, hidden] in the layers' dtype, or NULL */
+  const DLTensor* stacked_bias;           /* [sum of 2 * kv_size] when the layers have biases, else NULL */
+  const DLTensor* projection; /* optional output [T, sum of 2 * kv_size] in x's dtype: the stored GEMM result */
+  int32_t* path_taken;        /* optional host output: the kvc_stacked_path that ran */
 } kvc_stacked_ctx_kv_args;
 
 KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,

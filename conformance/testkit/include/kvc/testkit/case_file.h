@@ -1,11 +1,11 @@
 // case_file.h: InsertCase <-> JSON, the format of fuzz corpus files and replayable cases.
 //
 // A case file is self-contained: every tensor's metadata and bytes (hex), the cache geometry and
-// the op's flags, plus the contract version and the implementation profile it was written under. A file of an older version is
-// read when its case means the same under this build's version (docs/contract.md, "Changes from
-// version 1"): a version 1 file is refused only when its case is bf16_512 with a NaN in a NoPE
-// dim of a live row, or a legacy case with q_interleaved. A file of an unknown (newer) version is
-// refused. Refusals throw with a message that names the change.
+// the op's flags, plus the contract version and the implementation profile it was written under. A file of an older
+// version is read when its case means the same under this build's version (docs/contract.md, "Changes from version 1"):
+// a version 1 file is refused only when its case is bf16_512 with a NaN in a NoPE dim of a live row, or a legacy case
+// with q_interleaved. A file of an unknown (newer) version is refused. Refusals throw with a message that names the
+// change.
 #pragma once
 
 #include <string>

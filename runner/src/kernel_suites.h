@@ -1,0 +1,56 @@
+// kernel_suites.h: kernel conformance: a kernel library on the GPU, through the device backend.
+//
+//   matrix   cases::kernel_matrix(op): every format x token count x block size x page kind
+//            (--max-tokens trims it). Each case runs through the library and the oracle under
+//            the profile the library declares (or --profile): status, whole backing (profile
+//            checker, policy_report.h), q_out exactly or row by row under a declared
+//            approximate rsqrt; guard zones and inputs intact (the device backend throws on
+//            damage); a second run must write the same bytes. A failure carries its mismatch
+//            classes.
+//   dspark   the upstream DSpark scenario (cases::conformance_matrix()), three rounds: the
+//            legacy op with its dummy query and the KV-only op each equal the oracle.
+//   golden   the frozen fixtures through the library.
+//   invalid  every validation rule broken alone, sent to the ABI: metadata rules must come back
+//            with their code and nothing written; harness rules are rejected before the
+//            library is called. Value rules (slot or position ranges, duplicates, scale values)
+//            are reported skipped here: gpu_invalid_input_test checks what a library does with them.
+// An (op, format, kv dtype) the library does not implement is skipped with its reason.
+//
+// Built with the device backend (CUDA builds, kvc::testkit_device); in a CPU build the session
+// cannot be made and device_backend_unavailable() says why.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "run_options.h"
+
+namespace kvc::runner {
+
+// "" in a build with the device backend, else why it has none.
+std::string device_backend_unavailable();
+// "" when a CUDA device can be used, else why not.
+std::string cuda_device_unavailable_reason();
+// "NVIDIA H200 (sm_90, 139.8 GiB)", or the reason no device can be used.
+std::string device_description();
+
+class KernelSession {
+ public:
+  // Loads `path`, else KVC_KERNELS, else our kernels (no GPU needed to load one). Throws
+  // std::runtime_error naming the path and what is wrong with it.
+  explicit KernelSession(const std::string& path);
+  ~KernelSession();
+  KernelSession(const KernelSession&) = delete;
+  KernelSession& operator=(const KernelSession&) = delete;
+
+  // "kvconform-kernels 0.1.0 (builtin, ABI 1.1)"
+  std::string library() const;
+  // Needs a CUDA device.
+  void run(const RunOptions& options, const RunSink& sink);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvc::runner

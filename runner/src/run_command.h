@@ -1,0 +1,39 @@
+// run_command.h: `kvconform run`, the conformance run of a kernel library.
+//
+//   kvconform run [--kernels lib.so] [--ops kv_only,legacy] [--formats packed584,...]
+//                 [--suites matrix,dspark,golden,invalid,registry,checker] [--max-tokens N]
+//                 [--profile SPEC] [--json FILE] [--junit FILE] [--cpu-only] [--fixtures DIR]
+//                 [--oracle-mutation NAME]
+//
+// The CPU conformance of the oracle always runs (oracle_suites.h); kernel conformance
+// (kernel_suites.h) runs when the build has the device backend and a CUDA device is usable,
+// against --kernels, else KVC_KERNELS, else our kernels. Progress is printed as checks finish
+// (every failure, every check of a second or more, and at least every few seconds), then the
+// summary table per op x format. Exit status: 0 every check passed and kernel conformance ran (or
+// --cpu-only); 1 a check failed; 2 usage, a library that does not load, an unwritable report; 3
+// no failure, but kernel conformance was skipped and --cpu-only was not given.
+#pragma once
+
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+namespace kvc::runner {
+
+class RunCommand {
+ public:
+  // Adds `run` under `parent`.
+  explicit RunCommand(CLI::App& parent);
+  ~RunCommand();
+  RunCommand(const RunCommand&) = delete;
+  RunCommand& operator=(const RunCommand&) = delete;
+
+  bool selected() const;
+  int execute();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace kvc::runner

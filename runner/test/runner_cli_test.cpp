@@ -1,0 +1,188 @@
+// runner_cli_test.cpp: the kvconform command as a user runs it, and the old kvconform-fuzz and
+// kvconform-bench commands that share its code.
+//
+// Catches: a CPU-only run that does not pass, or that exits 0 without --cpu-only although no
+// kernel was checked (and without saying so); JSON or JUnit files that do not parse or miss
+// checks; a broken oracle that the CPU conformance lets through, or whose defect the classes do
+// not name; decode printing nothing useful; the fuzz and bench commands lost in the move (in the
+// runner or in the old executables); --profile not reaching the fuzz campaign.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kvc/testkit/case_file.h"
+
+namespace {
+
+struct Command {
+  int status = -1;
+  std::string output;
+};
+
+Command run_command(const std::string& binary, const std::string& args, const std::string& name,
+                    const std::string& env = "") {
+  const std::string log = ::testing::TempDir() + "kvc-runner-" + name + ".log";
+  const std::string command = env + " '" + binary + "' " + args + " > '" + log + "' 2>&1";
+  const int raw = std::system(command.c_str());
+  Command r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(log);
+  std::ostringstream s;
+  s << in.rdbuf();
+  r.output = s.str();
+  std::printf("$ %s\n-> exit %d\n%s\n", command.c_str(), r.status, r.output.substr(0, 6000).c_str());
+  return r;
+}
+
+Command kvconform(const std::string& args, const std::string& name, const std::string& env = "") {
+  return run_command(KVCONFORM_BINARY, args, name, env);
+}
+
+std::string temp(const std::string& name) { return ::testing::TempDir() + "kvc-runner-" + name; }
+
+// check_junit.py's verdict on a file (0: well-formed and counts add up).
+int check_junit(const std::string& path, const std::string& expectations) {
+#ifdef KVC_PYTHON3
+  const std::string command =
+      std::string("'") + KVC_PYTHON3 + "' '" + KVC_CHECK_JUNIT + "' '" + path + "' " + expectations;
+  const int raw = std::system(command.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+#else
+  (void)path;
+  (void)expectations;
+  return -2;
+#endif
+}
+
+// Hides every GPU, so that these hold on a GPU machine too.
+constexpr const char* kNoGpu = "CUDA_VISIBLE_DEVICES=-1";
+
+TEST(RunnerCli, CpuOnlyRunPassesAndWritesJsonAndJunit) {
+  const std::string json = temp("cpu.json"), xml = temp("cpu.xml");
+  const Command r =
+      kvconform("run --cpu-only --max-tokens 17 --json '" + json + "' --junit '" + xml + "'", "cpu-only", kNoGpu);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("KERNEL CONFORMANCE SKIPPED"), std::string::npos) << "the skip is said even when asked for";
+  EXPECT_NE(r.output.find("summary (op x format)"), std::string::npos);
+  EXPECT_NE(r.output.find("PASSED"), std::string::npos);
+
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_EQ(j.at("exit_code").get<int>(), 0);
+  EXPECT_FALSE(j.at("kernel_conformance").at("ran").get<bool>());
+  EXPECT_EQ(j.at("counts").at("failed").get<int>(), 0);
+  EXPECT_GT(j.at("counts").at("passed").get<int>(), 100);
+  std::set<std::string> suites, formats;
+  for (const auto& c : j.at("checks")) {
+    suites.insert(c.at("suite").get<std::string>());
+    formats.insert(c.at("format").get<std::string>());
+    EXPECT_EQ(c.at("where").get<std::string>(), "oracle");
+  }
+  EXPECT_EQ(suites, (std::set<std::string>{"golden", "invalid", "registry", "checker"}));
+  for (const char* f : {"packed584", "packed528", "fp8_512", "bf16_512"}) EXPECT_TRUE(formats.count(f)) << f;
+  const int junit = check_junit(xml, "--expect-failures none");
+  if (junit == -2) GTEST_SKIP() << "python3 not found at configure time: the JUnit file was not parsed";
+  EXPECT_EQ(junit, 0);
+}
+
+TEST(RunnerCli, WithoutCpuOnlyTheSkippedKernelConformanceIsNotAPass) {
+  const Command r = kvconform("run --max-tokens 1 --suites golden,checker --formats packed584", "no-gpu", kNoGpu);
+  EXPECT_EQ(r.status, 3) << "kernel conformance skipped without --cpu-only must not exit 0";
+  EXPECT_NE(r.output.find("KERNEL CONFORMANCE SKIPPED"), std::string::npos);
+  EXPECT_NE(r.output.find("INCOMPLETE"), std::string::npos);
+}
+
+TEST(RunnerCli, ABrokenOracleFailsTheGoldenSuiteWithItsDefectNamed) {
+  const std::string json = temp("mutant.json"), xml = temp("mutant.xml");
+  const Command r = kvconform("run --cpu-only --suites golden --oracle-mutation ties-away-from-zero --json '" + json +
+                                  "' --junit '" + xml + "'",
+                              "mutant", kNoGpu);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("rounding tie"), std::string::npos);
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_GT(j.at("counts").at("failed").get<int>(), 0);
+  EXPECT_GT(j.at("mismatch_classes").at("sites").at("rounding_tie").get<int>(), 0);
+  EXPECT_EQ(j.at("mismatch_classes").at("sites").size(), 1u) << "ties only: " << j.at("mismatch_classes").dump();
+  const int junit = check_junit(xml, "--expect-failures any");
+  if (junit == -2) GTEST_SKIP() << "python3 not found at configure time: the JUnit file was not parsed";
+  EXPECT_EQ(junit, 0);
+}
+
+TEST(RunnerCli, UsageErrorsExit2) {
+  EXPECT_EQ(kvconform("run --cpu-only --kernels /nonexistent.so", "cpu-only-kernels").status, 2);
+  EXPECT_EQ(kvconform("run --cpu-only --formats packed999", "bad-format").status, 2);
+  EXPECT_EQ(kvconform("run --cpu-only --profile clamp=nonsense", "bad-profile").status, 2);
+  EXPECT_EQ(kvconform("run --cpu-only --suites nothing", "bad-suite").status, 2);
+  EXPECT_EQ(kvconform("frobnicate", "bad-command").status, 2);
+}
+
+TEST(RunnerCli, DecodePrintsAGeneratedPageAndAFixture) {
+  const Command r = kvconform("decode --format packed584 --tokens 17 --block-size 16 --page 0", "decode");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("scales: byte(E)"), std::string::npos);
+  EXPECT_NE(r.output.find("written"), std::string::npos);
+  EXPECT_NE(r.output.find("dim 448"), std::string::npos);
+  const Command f = kvconform(std::string("decode '") + KVC_GOLDEN_FIXTURE_DIR + "/kv_only.bf16_512.json' --all-dims",
+                              "decode-fixture");
+  EXPECT_EQ(f.status, 0);
+  EXPECT_NE(f.output.find("golden fixture kv_only.bf16_512"), std::string::npos);
+  EXPECT_NE(f.output.find("every dim"), std::string::npos);
+  EXPECT_EQ(kvconform("decode --format packed584 --page 99", "decode-bad-page").status, 2);
+}
+
+TEST(RunnerCli, FuzzAndReplaySubcommands) {
+#if !KVC_TEST_HAVE_FUZZ
+  GTEST_SKIP() << "RapidCheck not found: the fuzz commands are not built";
+#else
+  const Command list = kvconform("fuzz list", "fuzz-list");
+  EXPECT_EQ(list.status, 0);
+  EXPECT_NE(list.output.find("differential"), std::string::npos);
+  const Command bad = kvconform("fuzz run --profile clamp=nonsense --rounds 1", "fuzz-bad-profile");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--profile"), std::string::npos);
+  const Command device =
+      kvconform("fuzz run --backend device --profile sglang-store --rounds 1", "fuzz-device-profile");
+  EXPECT_EQ(device.status, 2) << "a kernel library declares its own profile";
+  const std::string json = temp("fuzz.json");
+  const Command run = kvconform(
+      "fuzz run --profile sglang-store --property decoder-total --rounds 1 --cases 2 "
+      "--max-size 5 --corpus '" +
+          temp("corpus") + "' --json '" + json + "'",
+      "fuzz-profile");
+  EXPECT_TRUE(run.status == 0 || run.status == 3) << "passed, or a coverage gap with so few cases";
+  EXPECT_NE(run.output.find("profile `sglang-store`"), std::string::npos);
+  EXPECT_NO_THROW(kvc::testkit::read_json_file(json));
+  EXPECT_EQ(kvconform("replay /nonexistent.json", "replay-missing").status, 2);
+  EXPECT_EQ(kvconform("fuzz replay /nonexistent.json", "fuzz-replay-missing").status, 2);
+  // The old executable: the same commands, the new flag included.
+  const Command old = run_command(KVC_FUZZ_BINARY, "run --profile clamp=nonsense --rounds 1", "old-fuzz-bad-profile");
+  EXPECT_EQ(old.status, 2);
+  EXPECT_EQ(run_command(KVC_FUZZ_BINARY, "list", "old-fuzz-list").status, 0);
+#endif
+}
+
+TEST(RunnerCli, BenchSubcommandAndTheOldKvconformBench) {
+#if !KVC_TEST_HAVE_BENCH
+  GTEST_SKIP() << "Google Benchmark not found: the bench commands are not built";
+#else
+  const Command r = kvconform("bench --oracle-tokens 64 --formats packed584 --benchmark_list_tests=true", "bench-list");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.output.find("oracle/kv_only/packed584/tokens:64/threads:1"), std::string::npos);
+  EXPECT_EQ(kvconform("bench --formats packed999", "bench-bad-format").status, 2);
+  const Command timed = kvconform(
+      "bench --oracle-tokens 64 --formats fp8_512 --benchmark_filter=oracle/.*/threads:1 --benchmark_min_time=0.01",
+      "bench-run");
+  EXPECT_EQ(timed.status, 0);
+  EXPECT_NE(timed.output.find("tokens_per_second"), std::string::npos);
+  const Command old = run_command(KVC_BENCH_BINARY, "--oracle-tokens 64 --benchmark_list_tests=true", "old-bench");
+  EXPECT_EQ(old.status, 0);
+  EXPECT_NE(old.output.find("oracle/kv_only/bf16_512/tokens:64"), std::string::npos);
+#endif
+}
+
+}  // namespace
