@@ -20,6 +20,7 @@
 #include "kvc/testkit/rule_breakers.h"
 #include "kvc/testkit/small_cases.h"
 #include "kvc/validate.h"
+#include "fixture_verdict.h"
 #include "recording_backend.h"
 #include "stopwatch.h"
 
@@ -174,19 +175,7 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
     CheckResult r = check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
     RecordingBackend recorder(device, options.profile);
     try {
-      const golden::FixtureCheck fc = golden::check_fixture(f, recorder);
-      if (fc.verdict == golden::Verdict::kSkipped) {
-        r.verdict = Verdict::kSkipped;
-        r.message = fc.report;
-      } else if (fc.verdict == golden::Verdict::kDiffers) {
-        fail(r, recorder.name() + " differs from fixture " + f.name + " (" + f.provenance() + ")\n" + fc.report);
-        const InsertOutputs initial = testkit::make_outputs(f.c, f.canary);
-        std::vector<std::uint8_t> expected = initial.cache;
-        std::copy(f.expected_cache.begin(), f.expected_cache.end(), expected.begin());
-        if (recorder.last().cache.size() == expected.size())
-          r.classes = testkit::classify_insert_mismatches(f.c, oracle::vllm_profile(), initial.cache, expected,
-                                                          recorder.last().cache);
-      }
+      judge_fixture(f, recorder, r);
     } catch (const testkit::BufferDamageError& e) {
       record_damage(r, e.what());
     } catch (const testkit::KernelCallError& e) {

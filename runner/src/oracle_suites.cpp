@@ -18,6 +18,7 @@
 #include "kvc/testkit/planted_defects.h"
 #include "kvc/testkit/rule_breakers.h"
 #include "kvc/testkit/small_cases.h"
+#include "fixture_verdict.h"
 #include "recording_backend.h"
 #include "stopwatch.h"
 
@@ -83,19 +84,7 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
     RecordingBackend recorder(oracle);
-    const golden::FixtureCheck fc = golden::check_fixture(f, recorder);
-    if (fc.verdict == golden::Verdict::kSkipped) {
-      r.verdict = Verdict::kSkipped;
-      r.message = fc.report;
-    } else if (fc.verdict == golden::Verdict::kDiffers) {
-      fail(r, recorder.name() + " differs from fixture " + f.name + " (" + f.provenance() + ")\n" + fc.report);
-      const InsertOutputs initial = testkit::make_outputs(f.c, f.canary);
-      std::vector<std::uint8_t> expected = initial.cache;
-      std::copy(f.expected_cache.begin(), f.expected_cache.end(), expected.begin());
-      if (recorder.last().cache.size() == expected.size())
-        r.classes = testkit::classify_insert_mismatches(f.c, oracle::vllm_profile(), initial.cache, expected,
-                                                        recorder.last().cache);
-    }
+    judge_fixture(f, recorder, r);
     r.seconds = clock.seconds();
     sink.record(r);
   }
