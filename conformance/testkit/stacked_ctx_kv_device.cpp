@@ -8,40 +8,12 @@
 
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
+#include "kvc/testkit/device_backend.h"
 
 namespace kvc::testkit {
 namespace {
 
 constexpr std::size_t kErrorCapacity = 1024;
-
-DLDataType dlpack_dtype(DType t) {
-  DLDataType d{};
-  d.lanes = 1;
-  switch (t) {
-    case DType::kBF16:
-      d.code = kDLBfloat, d.bits = 16;
-      break;
-    case DType::kF16:
-      d.code = kDLFloat, d.bits = 16;
-      break;
-    case DType::kF32:
-      d.code = kDLFloat, d.bits = 32;
-      break;
-    case DType::kI64:
-      d.code = kDLInt, d.bits = 64;
-      break;
-    case DType::kI32:
-      d.code = kDLInt, d.bits = 32;
-      break;
-    case DType::kU8:
-      d.code = kDLUInt, d.bits = 8;
-      break;
-    case DType::kE4M3:
-      d.code = KVC_DL_FLOAT8_E4M3FN, d.bits = 8;
-      break;
-  }
-  return d;
-}
 
 template <typename T>
 std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
@@ -71,7 +43,7 @@ class Call {
     v.tensor.data = buffers_[buffer].device.payload();
     v.tensor.device = DLDevice{kDLCUDA, device_ + meta.device};
     v.tensor.ndim = static_cast<std::int32_t>(meta.sizes.size());
-    v.tensor.dtype = dlpack_dtype(meta.dtype);
+    v.tensor.dtype = dl_dtype(meta.dtype);
     v.tensor.shape = v.shape.data();
     v.tensor.strides = v.strides.data();
     v.tensor.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
@@ -162,7 +134,7 @@ Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {
   if (d != DType::kBF16 && d != DType::kF16) return {};  // a rejected case: its code is what is tested
   kvc_op_support s{};
   s.struct_size = sizeof s;
-  if (library_.abi().kvc_op_support_get(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, dlpack_dtype(d), &s) != KVC_STATUS_OK)
+  if (library_.abi().kvc_op_support_get(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, dl_dtype(d), &s) != KVC_STATUS_OK)
     return {false, library_.describe() + ": kvc_op_support_get failed for the stacked context-KV op"};
   if (s.supported) return {};
   return {false, library_.describe() + " does not implement the stacked context-KV op for " +
