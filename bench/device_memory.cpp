@@ -9,6 +9,7 @@
 
 #include "kvc/kernel_abi.h"
 #include "kvc/testkit/device_buffers.h"
+#include "kvc/testkit/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {
@@ -25,6 +26,7 @@ std::string gib(std::int64_t bytes) {
 }  // namespace
 
 using testkit::check_cuda;
+using testkit::dl_dtype;
 
 DeviceAllocation::DeviceAllocation(std::string name, std::int64_t bytes) : name_(std::move(name)), bytes_(bytes) {
   if (bytes_ > 0)
@@ -81,25 +83,6 @@ void require_free_device_memory(std::int64_t bytes, const std::string& what) {
     throw testkit::DeviceError(what + " needs " + gib(bytes) + " of device memory; " +
                                gib(static_cast<std::int64_t>(free_bytes)) + " of " +
                                gib(static_cast<std::int64_t>(total_bytes)) + " are free");
-}
-
-DLDataType dl_dtype(DType t) {
-  const auto bits = static_cast<std::uint8_t>(8 * dtype_size(t));
-  switch (t) {
-    case DType::kBF16:
-      return {kDLBfloat, bits, 1};
-    case DType::kF16:
-    case DType::kF32:
-      return {kDLFloat, bits, 1};
-    case DType::kI64:
-    case DType::kI32:
-      return {kDLInt, bits, 1};
-    case DType::kU8:
-      return {kDLUInt, bits, 1};
-    case DType::kE4M3:
-      return {static_cast<std::uint8_t>(KVC_DL_FLOAT8_E4M3FN), bits, 1};
-  }
-  return {kDLUInt, 8, 1};
 }
 
 DeviceTensor::DeviceTensor(const TensorMeta& meta, void* base) : shape_(meta.sizes), strides_(meta.strides) {

@@ -65,6 +65,4 @@ class DeviceTensor {
   std::vector<std::int64_t> shape_, strides_;
 };
 
-DLDataType dl_dtype(DType t);
-
 }  // namespace kvc::bench

@@ -45,33 +45,6 @@ bool has_dl_dtype(DType t) { return dtype_size(t) != 0; }
 
 }  // namespace
 
-DLDataType dl_dtype(DType t) {
-  auto make = [](unsigned code, unsigned bits) {
-    DLDataType d;
-    d.code = static_cast<std::uint8_t>(code);
-    d.bits = static_cast<std::uint8_t>(bits);
-    d.lanes = 1;
-    return d;
-  };
-  switch (t) {
-    case DType::kBF16:
-      return make(kDLBfloat, 16);
-    case DType::kF16:
-      return make(kDLFloat, 16);
-    case DType::kF32:
-      return make(kDLFloat, 32);
-    case DType::kI64:
-      return make(kDLInt, 64);
-    case DType::kI32:
-      return make(kDLInt, 32);
-    case DType::kU8:
-      return make(kDLUInt, 8);
-    case DType::kE4M3:
-      return make(KVC_DL_FLOAT8_E4M3FN, 8);
-  }
-  return make(kDLOpaqueHandle, 0);  // unreachable for well-formed metadata (abi_inexpressible)
-}
-
 // The cache view as a tensor: [num_blocks, block_size, width] with its strides, cut to its rank
 // (a rank-2 cache is what the "cache rank" rule is tested with).
 TensorMeta cache_meta(const CacheGeometry& g) {

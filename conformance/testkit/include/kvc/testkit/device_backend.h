@@ -25,6 +25,7 @@
 #include "kvc/kernel_abi.h"
 #include "kvc/testkit/backend.h"
 #include "kvc/testkit/device_buffers.h"
+#include "kvc/testkit/dl_dtype.h"
 #include "kvc/testkit/kernel_library.h"
 
 namespace kvc::testkit {
@@ -73,9 +74,8 @@ struct RsqrtModes {
 // "" when it can. Such cases are rejected by the host validation only.
 std::string abi_inexpressible(const InsertCase& c);
 
-// The DLPack type of a DType (one abi_inexpressible() accepts), and the cache view as the tensor
-// a DLTensor describes: [num_blocks, block_size, width] with its strides, cut to its rank.
-DLDataType dl_dtype(DType t);
+// The cache view as the tensor a DLTensor describes: [num_blocks, block_size, width] with its
+// strides, cut to its rank. (DLPack types: dl_dtype.h.)
 TensorMeta cache_meta(const CacheGeometry& g);
 
 class DeviceBackend final : public Backend {

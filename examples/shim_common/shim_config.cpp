@@ -1,10 +1,11 @@
-// torch_shim_config.cpp: the libtorch shim's configuration (see torch_shim_config.h).
-#include "torch_shim_config.h"
+// shim_config.cpp: the shims' configuration (see shim_config.h).
+#include "shim_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 
-namespace kvc::torch_shim {
+namespace kvc::shim {
 namespace {
 
 using json = nlohmann::json;
@@ -28,15 +29,26 @@ int rsqrt_mode(const json& j, const char* key) {
   throw ConfigError(std::string("rsqrt.") + key + ": \"" + v + "\" (correctly_rounded or approximate)");
 }
 
-OpBinding parse_binding(const json& j, const std::string& where) {
+bool c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+}
+
+OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming) {
   if (!j.is_object() || !j.contains("op")) throw ConfigError(where + ": a binding needs \"op\"");
   OpBinding b;
   const std::string name = j.at("op").get<std::string>();
-  const std::size_t ns = name.find("::");
-  if (ns == std::string::npos || ns == 0) throw ConfigError(where + ".op: \"" + name + "\" is not namespace::name");
-  const std::size_t dot = name.find('.', ns + 2);
-  b.op = name.substr(0, dot);
-  if (dot != std::string::npos) b.overload = name.substr(dot + 1);
+  if (naming == OpNaming::kTorchSchema) {
+    const std::size_t ns = name.find("::");
+    if (ns == std::string::npos || ns == 0) throw ConfigError(where + ".op: \"" + name + "\" is not namespace::name");
+    const std::size_t dot = name.find('.', ns + 2);
+    b.op = name.substr(0, dot);
+    if (dot != std::string::npos) b.overload = name.substr(dot + 1);
+  } else {
+    if (!c_identifier(name))
+      throw ConfigError(where + ".op: \"" + name + "\" is not a tvm-ffi export name (the symbol is __tvm_ffi_<name>)");
+    b.op = name;
+  }
   if (j.contains("formats")) {
     for (const json& f : j.at("formats")) {
       const std::string fn = f.get<std::string>();
@@ -61,8 +73,18 @@ OpBinding parse_binding(const json& j, const std::string& where) {
   } else {
     b.kv_dtypes = {DType::kBF16};
   }
-  if (j.contains("arguments"))
-    for (const auto& [k, v] : j.at("arguments").items()) b.arguments[k] = v.get<std::string>();
+  if (naming == OpNaming::kTorchSchema) {
+    if (j.contains("arguments")) {
+      if (!j.at("arguments").is_object())
+        throw ConfigError(where + ".arguments: an object {\"schema name\": \"value name\"} for a torch op");
+      for (const auto& [k, v] : j.at("arguments").items()) b.arguments[k] = v.get<std::string>();
+    }
+  } else {
+    if (!j.contains("arguments") || !j.at("arguments").is_array())
+      throw ConfigError(where + ".arguments: a tvm-ffi function takes its arguments by position: list the value "
+                        "names in order ([\"kv\", \"k_cache\", ...])");
+    for (const json& v : j.at("arguments")) b.positional.push_back(v.get<std::string>());
+  }
   return b;
 }
 
@@ -78,10 +100,11 @@ const OpBinding* ShimConfig::find(AbiEntry entry, RecordFormat format, DType kv_
   return nullptr;
 }
 
-ShimConfig parse_shim_config(const json& j) {
+ShimConfig parse_shim_config(const json& j, OpNaming naming) {
   try {
     ShimConfig c;
-    c.name = j.value("name", std::string("unnamed torch extension"));
+    c.name = j.value(
+        "name", std::string(naming == OpNaming::kTorchSchema ? "unnamed torch extension" : "unnamed tvm-ffi module"));
     if (j.contains("libraries"))
       for (const json& l : j.at("libraries")) c.libraries.push_back(l.get<std::string>());
     if (j.contains("rsqrt")) {
@@ -108,10 +131,10 @@ ShimConfig parse_shim_config(const json& j) {
       std::vector<OpBinding>& list = c.ops[e->second];
       if (v.is_null()) continue;
       if (v.is_object()) {
-        list.push_back(parse_binding(v, "ops." + k));
+        list.push_back(parse_binding(v, "ops." + k, naming));
       } else {
         for (std::size_t i = 0; i < v.size(); ++i)
-          list.push_back(parse_binding(v.at(i), "ops." + k + "[" + std::to_string(i) + "]"));
+          list.push_back(parse_binding(v.at(i), "ops." + k + "[" + std::to_string(i) + "]", naming));
       }
     }
     return c;
@@ -120,11 +143,11 @@ ShimConfig parse_shim_config(const json& j) {
   }
 }
 
-ShimConfig load_shim_config(const std::string& path) {
+ShimConfig load_shim_config(const std::string& path, OpNaming naming) {
   std::ifstream f(path);
   if (!f) throw ConfigError("cannot read " + path);
   try {
-    return parse_shim_config(json::parse(f));
+    return parse_shim_config(json::parse(f), naming);
   } catch (const json::exception& e) {
     throw ConfigError(path + ": not JSON: " + e.what());
   } catch (const ConfigError& e) {
@@ -132,4 +155,4 @@ ShimConfig load_shim_config(const std::string& path) {
   }
 }
 
-}  // namespace kvc::torch_shim
+}  // namespace kvc::shim

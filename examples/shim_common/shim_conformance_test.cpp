@@ -1,14 +1,16 @@
-// torch_shim_test.cpp (GPU): the libtorch shim end to end. The shim is loaded the way KVC_KERNELS
-// loads any library and configured with the test extension (test_ops.cpp: our kernels registered
-// as torch ops with vLLM's schemas), so every call goes suite -> kernel ABI (shim) -> torch
-// dispatcher -> torch op -> our kernels, on the device backend's stream.
+// shim_conformance_test.cpp (GPU): a shim end to end, compiled once per shim (torch_shim_test,
+// tvm_ffi_shim_test) with KVC_SHIM_LIBRARY, KVC_SHIM_CONFIG_ENV, KVC_SHIM_CONFIG and KVC_SHIM_NAME.
+// The shim is loaded the way KVC_KERNELS loads any library and configured with its test library
+// (our kernels registered as torch ops with vLLM's schemas, or exported as tvm-ffi functions), so
+// every call goes suite -> kernel ABI (shim) -> the other library's calling convention (torch
+// dispatcher, tvm-ffi safe call) -> our kernels, on the device backend's stream.
 //
-// Catches: an op not found by its schema name, arguments matched to the wrong schema names (a
+// Catches: an op not found by its name, arguments matched to the wrong names or positions (a
 // swapped position/slot tensor, a dropped kv_mxfp8), a copy instead of a view (the cache bytes
-// would not come back), a strided view of a padded cache made contiguous, work enqueued on
-// another stream than the caller's (the backend synchronises its own stream only), and a shim
-// that forwards a call its validation must reject. The shim's bytes must equal both the
-// oracle's and the direct path's (our kernels through their own ABI) for every case.
+// would not come back), a strided view of a padded cache made contiguous, byte_offset lost, work
+// enqueued on another stream than the caller's (the backend synchronises its own stream only),
+// and a shim that forwards a call its validation must reject. The shim's bytes must equal both
+// the oracle's and the direct path's (our kernels through their own ABI) for every case.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,19 +22,30 @@
 #include "kvc/testkit/case_builder.h"
 #include "kvc/testkit/small_cases.h"
 
+// One suite name per shim (-DKVC_SHIM_SUITE=TorchShim, TvmFfiShim), so that ctest names stay
+// unique and `ctest -R TorchShim` picks one shim. gtest stringizes suite names: the wrappers make
+// the preprocessor expand KVC_SHIM_SUITE first.
+#define KVC_SHIM_CAT_(a, b) a##b
+#define KVC_SHIM_CAT(a, b) KVC_SHIM_CAT_(a, b)
+#define KVC_SHIM_MATRIX KVC_SHIM_CAT(KVC_SHIM_SUITE, Matrix)
+#define KVC_SHIM_TEST_(suite, name) TEST(suite, name)
+#define KVC_SHIM_TEST(name) KVC_SHIM_TEST_(KVC_SHIM_SUITE, name)
+#define KVC_SHIM_TEST_P_(suite, name) TEST_P(suite, name)
+#define KVC_SHIM_INSTANTIATE_(prefix, suite, ...) INSTANTIATE_TEST_SUITE_P(prefix, suite, __VA_ARGS__)
+
 namespace kvc {
 namespace {
 
-// The matrix through the shim stops here: the dispatcher path has no size-dependent code, and
-// the direct path runs the large cases in the kernel matrix.
+// The matrix through the shim stops here: the shims have no size-dependent code, and the direct
+// path runs the large cases in the kernel matrix.
 constexpr std::int64_t kShimMaxTokens = 1025;
 
 const testkit::KernelLibrary& shim_library() {
   static const testkit::KernelLibrary library = [] {
     // The shim reads its config once, on first use: set it before loading.
-    setenv("KVC_TORCH_SHIM_CONFIG", KVC_TORCH_SHIM_TEST_CONFIG, 1);
-    testkit::KernelLibrary l = testkit::KernelLibrary::open(KVC_TORCH_SHIM);
-    std::printf("torch shim under test: %s\n", l.describe().c_str());
+    setenv(KVC_SHIM_CONFIG_ENV, KVC_SHIM_CONFIG, 1);
+    testkit::KernelLibrary l = testkit::KernelLibrary::open(KVC_SHIM_LIBRARY);
+    std::printf("%s under test: %s\n", KVC_SHIM_NAME, l.describe().c_str());
     return l;
   }();
   return library;
@@ -49,10 +62,11 @@ testkit::DeviceBackend direct_backend() {
   return testkit::DeviceBackend(testkit::KernelLibrary::builtin(), options);
 }
 
-TEST(TorchShim, LoadsAndDeclaresTheConfiguredOps) {
+KVC_SHIM_TEST(LoadsAndDeclaresTheConfiguredOps) {
   KVC_REQUIRE_CUDA_DEVICE();
   const testkit::DeviceBackend shim = shim_backend();
-  EXPECT_NE(shim.name().find("kvconform torch shim over kvc_test"), std::string::npos) << shim.name();
+  EXPECT_NE(shim.name().find(std::string("kvconform ") + KVC_SHIM_NAME + " over kvc_test"), std::string::npos)
+      << shim.name();
   EXPECT_EQ(shim.name().find("NOT CONFIGURED"), std::string::npos) << shim.name();
   for (RecordFormat f : kAllFormats)
     for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy}) {
@@ -75,9 +89,9 @@ std::vector<MatrixCell> shim_matrix() {
   return cells;
 }
 
-class TorchShimMatrix : public ::testing::TestWithParam<MatrixCell> {};
+class KVC_SHIM_MATRIX : public ::testing::TestWithParam<MatrixCell> {};
 
-TEST_P(TorchShimMatrix, EqualsTheOracleAndTheDirectPath) {
+KVC_SHIM_TEST_P_(KVC_SHIM_MATRIX, EqualsTheOracleAndTheDirectPath) {
   KVC_REQUIRE_CUDA_DEVICE();
   const MatrixCell& cell = GetParam();
   const InsertCase c = cases::build_case(cell.op, cell.spec, 0);
@@ -88,18 +102,19 @@ TEST_P(TorchShimMatrix, EqualsTheOracleAndTheDirectPath) {
   ASSERT_TRUE(s.ok()) << "the shim rejected a valid case: " << s.ToString() << " " << shim.last_checks().abi_message;
   ASSERT_TRUE(gpu::clean(shim));
   ASSERT_TRUE(direct.run(c, through_abi).ok());
-  EXPECT_TRUE(gpu::identical_runs(c, through_abi, through_shim, "direct (our ABI)", "through the torch shim"));
+  EXPECT_TRUE(gpu::identical_runs(c, through_abi, through_shim, "direct (our ABI)",
+                                  std::string("through the ") + KVC_SHIM_NAME));
   EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), through_shim, RsqrtMode::kCorrectlyRounded,
-                                  cell.spec.name() + " through the torch shim"));
+                                  cell.spec.name() + " through the " + KVC_SHIM_NAME));
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, TorchShimMatrix, ::testing::ValuesIn(shim_matrix()),
+KVC_SHIM_INSTANTIATE_(Registry, KVC_SHIM_MATRIX, ::testing::ValuesIn(shim_matrix()),
                          [](const ::testing::TestParamInfo<MatrixCell>& p) {
                            return std::string(p.param.op == InsertOp::kLegacy ? "Legacy_" : "KvOnly_") +
                                   p.param.spec.name();
                          });
 
-TEST(TorchShim, FusedAndStandaloneKvNormEqualTheOracle) {
+KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackend shim = shim_backend();
   testkit::Rng rng(11);
@@ -117,11 +132,11 @@ TEST(TorchShim, FusedAndStandaloneKvNormEqualTheOracle) {
     const Status s = shim.run(c, out);
     ASSERT_TRUE(s.ok()) << layout_of(f).name << ": " << s.ToString() << " " << shim.last_checks().abi_message;
     EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), out, RsqrtMode::kCorrectlyRounded,
-                                    std::string(layout_of(f).name) + " with kv_norm through the torch shim"));
+                                    std::string(layout_of(f).name) + " with kv_norm through the " + KVC_SHIM_NAME));
   }
 }
 
-TEST(TorchShim, RejectsAMetadataRuleWithItsCodeAndCallsNoOp) {
+KVC_SHIM_TEST(RejectsAMetadataRuleWithItsCodeAndCallsNoOp) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackendOptions direct;
   direct.host_validation = false;  // the shim's own validation must answer

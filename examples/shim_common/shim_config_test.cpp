@@ -1,17 +1,18 @@
-// torch_shim_config_test.cpp: the libtorch shim's configuration, parsed and looked up (needs no
-// torch and no GPU).
+// shim_config_test.cpp: the shims' configuration, parsed and looked up (needs no torch, no
+// tvm-ffi and no GPU).
 //
 // Catches: a binding that serves formats or dtypes it does not list (the suite would then call an
 // op with a cache it cannot take instead of reporting the case skipped), an overload name lost
-// ("....out" calling the functional form), renames dropped, and a bad config accepted silently
-// instead of naming the member that is wrong.
+// ("....out" calling the functional form), renames dropped, a tvm-ffi binding without its
+// argument order (positional arguments cannot be matched by name) or with a torch-style name, and
+// a bad config accepted silently instead of naming the member that is wrong.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "torch_shim_config.h"
+#include "shim_config.h"
 
-namespace kvc::torch_shim {
+namespace kvc::shim {
 namespace {
 
 const char* kVllm = R"({
@@ -31,7 +32,7 @@ const char* kVllm = R"({
   }
 })";
 
-TEST(TorchShimConfig, BindingsServeExactlyTheirFormatsAndDtypes) {
+TEST(ShimConfig, BindingsServeExactlyTheirFormatsAndDtypes) {
   const ShimConfig c = parse_shim_config(nlohmann::json::parse(kVllm));
   EXPECT_EQ(c.name, "vLLM _C");
   ASSERT_EQ(c.libraries.size(), 1u);
@@ -61,7 +62,7 @@ TEST(TorchShimConfig, BindingsServeExactlyTheirFormatsAndDtypes) {
   EXPECT_EQ(c.find(AbiEntry::kKvNorm, RecordFormat::kPacked584, DType::kBF16), nullptr) << "null binds nothing";
 }
 
-TEST(TorchShimConfig, ErrorsNameTheMember) {
+TEST(ShimConfig, ErrorsNameTheMember) {
   auto error_of = [](const std::string& text) {
     try {
       parse_shim_config(nlohmann::json::parse(text));
@@ -85,7 +86,7 @@ TEST(TorchShimConfig, ErrorsNameTheMember) {
   EXPECT_THROW(load_shim_config("/nonexistent/config.json"), ConfigError);
 }
 
-TEST(TorchShimConfig, TheShippedVllmConfigParses) {
+TEST(ShimConfig, TheShippedVllmConfigParses) {
   const ShimConfig c = load_shim_config(KVC_VLLM_CONFIG);
   EXPECT_NE(c.find(AbiEntry::kKvOnlyInsert, RecordFormat::kPacked584, DType::kBF16), nullptr);
   EXPECT_NE(c.find(AbiEntry::kLegacyInsert, RecordFormat::kFp8_512, DType::kBF16), nullptr);
@@ -93,5 +94,43 @@ TEST(TorchShimConfig, TheShippedVllmConfigParses) {
   EXPECT_EQ(c.q_norm_rsqrt, 1) << "vLLM's q-norm uses rsqrtf";
 }
 
+TEST(ShimConfig, TvmFfiBindingsNameExportsAndListTheirArgumentsInOrder) {
+  const ShimConfig c = parse_shim_config(nlohmann::json::parse(R"({
+    "libraries": ["/tmp/module.so"],
+    "ops": {"kv_only_insert": {"op": "kv_rope_insert", "formats": ["packed584"],
+                               "arguments": ["kv", "k_cache", "slot_mapping", "position_ids", "cos_sin_cache"]}}
+  })"),
+                                         OpNaming::kTvmFfiExport);
+  EXPECT_EQ(c.name, "unnamed tvm-ffi module");
+  const OpBinding* b = c.find(AbiEntry::kKvOnlyInsert, RecordFormat::kPacked584, DType::kBF16);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->op, "kv_rope_insert");
+  EXPECT_EQ(b->overload, "");
+  EXPECT_EQ(b->positional,
+            (std::vector<std::string>{"kv", "k_cache", "slot_mapping", "position_ids", "cos_sin_cache"}));
+  EXPECT_TRUE(b->arguments.empty());
+
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_shim_config(nlohmann::json::parse(text), OpNaming::kTvmFfiExport);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "kv_rope_insert"}}})").find("by position"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "kv_rope_insert", "arguments": {"a": "kv"}}}})")
+                .find("by position"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "_C::kv_rope_insert", "arguments": []}}})")
+                .find("not a tvm-ffi export name"),
+            std::string::npos);
+  // And the other way round: a torch binding with a positional list is a config for the other shim.
+  EXPECT_THROW(parse_shim_config(nlohmann::json::parse(
+                   R"({"ops": {"kv_only_insert": {"op": "_C::a", "arguments": ["kv"]}}})")),
+               ConfigError);
+}
+
 }  // namespace
-}  // namespace kvc::torch_shim
+}  // namespace kvc::shim

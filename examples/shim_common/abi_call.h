@@ -1,0 +1,103 @@
+// abi_call.h: one kernel-ABI call taken apart for a shim that forwards it to another library's op
+// (the libtorch shim, the tvm-ffi shim). What a shim must not get wrong, and must not get wrong
+// differently from the other shim, lives here once:
+//   - the call checked: a malformed call (NULL, struct_size too small, a non-CUDA tensor) answers
+//     403; the metadata is validated with the contract's own rules (kvc::validate_insert, metadata
+//     only) and a broken rule answers its code, with nothing forwarded;
+//   - the binding the config names for the entry point, format and kv dtype, or 404 with a reason;
+//   - the call's values by name (vLLM's argument names plus aliases), for the shim to turn into
+//     its library's argument list;
+//   - kvc_op_support_get and the no-exception-across-C answer, shared by both shims.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <variant>
+
+#include "kvc/kernel_abi.h"
+#include "shim_config.h"
+
+namespace kvc::shim {
+
+// A status of kvc/kernel_abi.h and its message.
+struct Outcome {
+  int status = KVC_STATUS_OK;
+  std::string message;
+};
+
+// A value of the call: absent (an optional tensor not given: None), a tensor, an integer, a
+// float, a flag. Tensors point into the caller's args and live as long as the call.
+using AbiValue = std::variant<std::monostate, const DLTensor*, std::int64_t, double, bool>;
+// Every value under each of its names: kv, k_cache (kv_cache, cache), slot_mapping (slots),
+// position_ids (positions), cos_sin_cache, fp8_scale, cache_block_size (block_size), kv_mxfp8,
+// norm_weight (kv_norm_weight, weight), eps (kv_norm_eps), q (q_in), q_out (q_fp8), q_scale_inv
+// (q_fp8_scale_inv), apply_q_norm, apply_q_rope, is_q_interleaved (q_interleaved), q_head_padded,
+// force_grid; kv_norm: kv (input, x), weight (norm_weight), out (output), eps.
+using AbiValues = std::map<std::string, AbiValue>;
+
+struct PreparedCall {
+  Outcome outcome;  // not OK: answer it and call nothing
+  const OpBinding* binding = nullptr;
+  AbiValues values;
+  int device = 0;              // the tensors' CUDA device
+  bool nothing_to_do = false;  // valid, with no row to write: answer OK and launch nothing
+
+  bool forward() const { return outcome.status == KVC_STATUS_OK && !nothing_to_do; }
+};
+
+// `op_kind` names what the shim binds in reasons ("torch op", "tvm-ffi function").
+PreparedCall prepare_kv_only_insert(const ShimConfig& config, const char* op_kind, const kvc_kv_only_insert_args* a);
+PreparedCall prepare_legacy_insert(const ShimConfig& config, const char* op_kind, const kvc_legacy_insert_args* a);
+PreparedCall prepare_kv_norm(const ShimConfig& config, const char* op_kind, const kvc_kv_norm_args* a);
+
+// Strings that outlive the call (kvc_op_support.reason is not copied by the caller).
+class ReasonStore {
+ public:
+  const char* keep(const std::string& text);
+
+ private:
+  std::mutex mutex_;
+  std::deque<std::string> texts_;
+};
+
+// A configured shim, as both shims see it: its config or the error that left it unconfigured.
+struct ShimState {
+  const char* shim_kind;  // "torch shim", "tvm-ffi shim"
+  const char* op_kind;    // "torch op", "tvm-ffi function"
+  ShimConfig config;
+  std::string error;  // non-empty: not configured, every op unsupported with this reason
+  ReasonStore reasons;
+};
+
+// kvc_op_support_get over the config: supported where a binding serves (op, format, kv dtype),
+// else the reason; the rsqrt modes and profile policies as the config declares them.
+int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDataType kv_dtype, kvc_op_support* out);
+
+// Copies message into error[capacity], truncated and NUL-terminated.
+void copy_message(const std::string& message, char* error, std::size_t capacity);
+
+// Runs `body` (returning an Outcome) with every exception caught, copies the message into
+// error[capacity] and returns the status: no exception crosses the C boundary.
+template <typename Body>
+int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body) {
+  Outcome o;
+  try {
+    if (!shim.error.empty())
+      o = {KVC_STATUS_UNSUPPORTED, std::string(shim.shim_kind) + " not configured: " + shim.error};
+    else
+      o = body();
+  } catch (const std::exception& e) {
+    o = {KVC_STATUS_BAD_ARGUMENT, std::string("internal error: ") + e.what()};
+  } catch (...) {
+    o = {KVC_STATUS_BAD_ARGUMENT, "internal error"};
+  }
+  if (error != nullptr && capacity > 0) copy_message(o.message, error, capacity);
+  return o.status;
+}
+
+}  // namespace kvc::shim

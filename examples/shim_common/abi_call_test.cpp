@@ -1,0 +1,333 @@
+// abi_call_test.cpp: the shims' common half on the CPU: kernel-ABI calls built over metadata-only
+// DLPack tensors (CUDA device, addresses never dereferenced) taken apart by abi_call.h.
+//
+// Catches, for both shims at once: a malformed call forwarded instead of answered 403; a broken
+// metadata rule forwarded (or answered with another code than the contract's); a binding picked
+// for a format or dtype it does not serve; a value missing under one of its names or aliases, or
+// pointing at another argument's tensor (a swapped slot/position tensor would write the wrong
+// records); the Q head padding or force_grid wrong; a call with no row to write forwarded; the
+// support declaration losing the config's rsqrt modes or policies; an exception crossing the C
+// boundary or a message overrunning the caller's buffer.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "abi_call.h"
+#include "kvc/status.h"
+#include "kvc/testkit/dl_dtype.h"
+#include "kvc/testkit/small_cases.h"
+
+namespace kvc::shim {
+namespace {
+
+// Where the fake device tensors "live": aligned, never dereferenced (a dereference would crash
+// this test, which is the point: the common half reads metadata only).
+constexpr std::uintptr_t kFakeDeviceAddress = 0x7f0000000000;
+
+class FakeCall {
+ public:
+  const DLTensor* tensor(const TensorMeta& m) {
+    std::vector<std::int64_t>& shape = dims_.emplace_back(m.sizes);
+    std::vector<std::int64_t>& strides = dims_.emplace_back(m.strides);
+    DLTensor& t = tensors_.emplace_back();
+    t.data = reinterpret_cast<void*>(kFakeDeviceAddress);
+    t.device = DLDevice{kDLCUDA, m.device};
+    t.ndim = m.rank();
+    t.dtype = testkit::dl_dtype(m.dtype);
+    t.shape = shape.data();
+    t.strides = strides.data();
+    t.byte_offset = static_cast<std::uint64_t>(m.offset_bytes);
+    return &t;
+  }
+  const DLTensor* optional(const HostTensor& t) { return t.present ? tensor(t.meta) : nullptr; }
+  const DLTensor* cache(const CacheGeometry& g) {
+    TensorMeta m;
+    m.dtype = g.dtype;
+    m.sizes = {g.num_blocks, g.block_size, g.width};
+    m.strides = {g.stride0, g.stride1, g.stride2};
+    m.sizes.resize(static_cast<std::size_t>(g.rank));
+    m.strides.resize(static_cast<std::size_t>(g.rank));
+    m.offset_bytes = g.offset_bytes;
+    m.device = g.device;
+    return tensor(m);
+  }
+
+  kvc_kv_only_insert_args kv_only(const InsertCase& c) {
+    kvc_kv_only_insert_args a{};
+    a.struct_size = sizeof(a);
+    a.kv = tensor(c.kv.meta);
+    a.kv_cache = cache(c.cache);
+    a.slot_mapping = tensor(c.slots.meta);
+    a.position_ids = tensor(c.positions.meta);
+    a.cos_sin_cache = tensor(c.cos_sin.meta);
+    a.fp8_scale = optional(c.fp8_scale);
+    a.kv_norm_weight = optional(c.kv_norm_weight);
+    a.kv_norm_eps = c.kv_norm_eps;
+    a.block_size = c.block_size;
+    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
+    return a;
+  }
+
+  kvc_legacy_insert_args legacy(const InsertCase& c) {
+    kvc_legacy_insert_args a{};
+    a.struct_size = sizeof(a);
+    a.q = tensor(c.q.meta);
+    a.q_out = tensor(c.q_out);
+    a.q_scale_inv = optional(c.q_scale_inv);
+    a.kv = tensor(c.kv.meta);
+    a.kv_cache = cache(c.cache);
+    a.slot_mapping = tensor(c.slots.meta);
+    a.position_ids = tensor(c.positions.meta);
+    a.cos_sin_cache = tensor(c.cos_sin.meta);
+    a.fp8_scale = optional(c.fp8_scale);
+    a.block_size = c.block_size;
+    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
+    a.eps = c.eps;
+    a.apply_q_norm = c.apply_q_norm;
+    a.apply_q_rope = c.apply_q_rope;
+    a.q_interleaved = c.q_interleaved;
+    a.force_grid = 2;
+    return a;
+  }
+
+ private:
+  std::deque<DLTensor> tensors_;
+  std::deque<std::vector<std::int64_t>> dims_;
+};
+
+// Every entry point bound for every format, bf16 and fp16; one KV-only binding per format so
+// that the test sees which one was picked.
+ShimConfig every_op_config() {
+  return parse_shim_config(nlohmann::json::parse(R"({
+    "name": "test config",
+    "rsqrt": {"q_norm": "approximate"},
+    "policies": {"pad_byte": 1, "amax_floor": 1},
+    "ops": {
+      "kv_only_insert": [{"op": "t::packed", "formats": ["packed584", "packed528"]},
+                         {"op": "t::full", "formats": ["fp8_512", "bf16_512"]}],
+      "kv_only_insert_kv_norm": [{"op": "t::kv_only_norm"}],
+      "legacy_insert": [{"op": "t::legacy", "kv_dtypes": ["bf16", "fp16"]}],
+      "kv_norm": [{"op": "t::kv_norm"}]
+    }})"));
+}
+
+const DLTensor* tensor_of(const PreparedCall& p, const std::string& name) {
+  const auto it = p.values.find(name);
+  if (it == p.values.end()) throw std::runtime_error("no value named " + name);
+  const auto* t = std::get_if<const DLTensor*>(&it->second);
+  return t != nullptr ? *t : nullptr;
+}
+
+template <typename T>
+T scalar_of(const PreparedCall& p, const std::string& name) {
+  return std::get<T>(p.values.at(name));
+}
+
+TEST(ShimAbiCall, AValidKvOnlyCallGivesItsBindingAndEveryValueUnderEveryName) {
+  const ShimConfig config = every_op_config();
+  for (RecordFormat f : kAllFormats) {
+    SCOPED_TRACE(layout_of(f).name);
+    const InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, f);
+    FakeCall call;
+    const kvc_kv_only_insert_args a = call.kv_only(c);
+    const PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+    ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+    ASSERT_TRUE(p.forward());
+    ASSERT_NE(p.binding, nullptr);
+    EXPECT_EQ(p.binding->op, f == RecordFormat::kPacked584 || f == RecordFormat::kPacked528 ? "t::packed" : "t::full");
+    EXPECT_EQ(tensor_of(p, "kv"), a.kv);
+    for (const char* n : {"k_cache", "kv_cache", "cache"}) EXPECT_EQ(tensor_of(p, n), a.kv_cache) << n;
+    for (const char* n : {"slot_mapping", "slots"}) EXPECT_EQ(tensor_of(p, n), a.slot_mapping) << n;
+    for (const char* n : {"position_ids", "positions"}) EXPECT_EQ(tensor_of(p, n), a.position_ids) << n;
+    EXPECT_EQ(tensor_of(p, "cos_sin_cache"), a.cos_sin_cache);
+    EXPECT_EQ(tensor_of(p, "fp8_scale"), a.fp8_scale) << "None unless fp8_512";
+    EXPECT_EQ(f == RecordFormat::kFp8_512, a.fp8_scale != nullptr);
+    for (const char* n : {"norm_weight", "kv_norm_weight", "weight"}) EXPECT_EQ(tensor_of(p, n), nullptr) << n;
+    for (const char* n : {"cache_block_size", "block_size"}) EXPECT_EQ(scalar_of<std::int64_t>(p, n), c.block_size);
+    EXPECT_EQ(scalar_of<bool>(p, "kv_mxfp8"), f == RecordFormat::kPacked528);
+  }
+}
+
+TEST(ShimAbiCall, KvNormWeightPicksTheFusedBinding) {
+  const ShimConfig config = every_op_config();
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim});
+  c.kv_norm_eps = 1e-5f;
+  FakeCall call;
+  const kvc_kv_only_insert_args a = call.kv_only(c);
+  const PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+  EXPECT_EQ(p.binding->op, "t::kv_only_norm");
+  EXPECT_EQ(tensor_of(p, "norm_weight"), a.kv_norm_weight);
+  EXPECT_EQ(scalar_of<double>(p, "eps"), static_cast<double>(1e-5f));
+}
+
+TEST(ShimAbiCall, LegacyValuesCarryTheHeadPaddingAndTheGridChoice) {
+  const ShimConfig config = every_op_config();
+  for (RecordFormat f : kAllFormats) {
+    SCOPED_TRACE(layout_of(f).name);
+    const InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, f);
+    FakeCall call;
+    kvc_legacy_insert_args a = call.legacy(c);
+    PreparedCall p = prepare_legacy_insert(config, "test op", &a);
+    ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+    EXPECT_EQ(p.binding->op, "t::legacy");
+    for (const char* n : {"q", "q_in"}) EXPECT_EQ(tensor_of(p, n), a.q) << n;
+    for (const char* n : {"q_out", "q_fp8"}) EXPECT_EQ(tensor_of(p, n), a.q_out) << n;
+    EXPECT_EQ(tensor_of(p, "q_scale_inv"), a.q_scale_inv);
+    EXPECT_EQ(scalar_of<std::int64_t>(p, "q_head_padded"), c.padded_heads());
+    EXPECT_EQ(scalar_of<bool>(p, "apply_q_norm"), c.apply_q_norm);
+    EXPECT_EQ(scalar_of<bool>(p, "is_q_interleaved"), c.q_interleaved);
+    EXPECT_EQ(scalar_of<std::int64_t>(p, "force_grid"), 2);
+    // A caller of an older ABI minor version: the struct ends before force_grid, whose value
+    // must then be the library's own choice (0), never the bytes past the caller's struct.
+    a.struct_size = static_cast<std::uint32_t>(offsetof(kvc_legacy_insert_args, force_grid));
+    p = prepare_legacy_insert(config, "test op", &a);
+    ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+    EXPECT_EQ(scalar_of<std::int64_t>(p, "force_grid"), 0);
+  }
+}
+
+TEST(ShimAbiCall, MalformedCallsAnswer403AndForwardNothing) {
+  const ShimConfig config = every_op_config();
+  EXPECT_EQ(prepare_kv_only_insert(config, "test op", nullptr).outcome.status, KVC_STATUS_BAD_ARGUMENT);
+  const InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  FakeCall call;
+  kvc_kv_only_insert_args a = call.kv_only(c);
+  a.struct_size = 8;
+  PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_NE(p.outcome.message.find("struct_size"), std::string::npos) << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+  a = call.kv_only(c);
+  DLTensor host_slots = *a.slot_mapping;
+  host_slots.device = DLDevice{kDLCPU, 0};
+  a.slot_mapping = &host_slots;
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_NE(p.outcome.message.find("slot_mapping"), std::string::npos) << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+}
+
+TEST(ShimAbiCall, BrokenRulesAnswerTheContractsCodeAndForwardNothing) {
+  const ShimConfig config = every_op_config();
+  InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked528);
+  c.cache.offset_bytes += 8;  // a misaligned cache base
+  FakeCall call;
+  const kvc_legacy_insert_args a = call.legacy(c);
+  PreparedCall p = prepare_legacy_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kMisaligned)) << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+  EXPECT_EQ(p.binding, nullptr);
+
+  InsertCase s = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kFp8_512);
+  s.slots.meta.dtype = DType::kI32;
+  s.slots.meta.strides = {1};
+  const kvc_kv_only_insert_args b = call.kv_only(s);
+  p = prepare_kv_only_insert(config, "test op", &b);
+  EXPECT_NE(p.outcome.status, KVC_STATUS_OK);
+  EXPECT_NE(p.outcome.status, KVC_STATUS_BAD_ARGUMENT) << "a contract rule, with its own code: " << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+}
+
+TEST(ShimAbiCall, AnUnboundFormatOrDtypeIsUnsupportedNamingTheConfig) {
+  const ShimConfig config = parse_shim_config(nlohmann::json::parse(
+      R"({"name": "packed only", "ops": {"kv_only_insert": {"op": "t::packed", "formats": ["packed584"]}}})"));
+  const InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528);
+  FakeCall call;
+  const kvc_kv_only_insert_args a = call.kv_only(c);
+  const PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED);
+  EXPECT_NE(p.outcome.message.find("no test op is bound to the KV-only insert for packed528 (config packed only)"),
+            std::string::npos)
+      << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+}
+
+TEST(ShimAbiCall, NoRowToWriteIsAnsweredWithoutForwarding) {
+  const ShimConfig config = every_op_config();
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kBf16_512);
+  c.kv.meta.sizes[0] = 0;
+  c.slots.meta.sizes[0] = 0;
+  c.positions.meta.sizes[0] = 0;
+  FakeCall call;
+  const kvc_kv_only_insert_args a = call.kv_only(c);
+  const PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+  EXPECT_TRUE(p.nothing_to_do);
+  EXPECT_FALSE(p.forward());
+}
+
+TEST(ShimAbiCall, KvNormOutputMustBeBf16OfKvsShape) {
+  const ShimConfig config = every_op_config();
+  FakeCall call;
+  TensorMeta kv;
+  kv.dtype = DType::kBF16;
+  kv.sizes = {3, kHeadDim};
+  kv.strides = {kHeadDim, 1};
+  TensorMeta w = kv;
+  w.sizes = {kHeadDim};
+  w.strides = {1};
+  TensorMeta out = kv;
+  kvc_kv_norm_args a{sizeof(kvc_kv_norm_args), call.tensor(kv), call.tensor(w), call.tensor(out), 1e-6f};
+  PreparedCall p = prepare_kv_norm(config, "test op", &a);
+  ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+  for (const char* n : {"kv", "input", "x"}) EXPECT_EQ(tensor_of(p, n), a.kv) << n;
+  for (const char* n : {"out", "output"}) EXPECT_EQ(tensor_of(p, n), a.out) << n;
+  out.dtype = DType::kF32;
+  a.out = call.tensor(out);
+  p = prepare_kv_norm(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kKvShape)) << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+}
+
+TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
+  ShimState shim{"test shim", "test op", every_op_config(), {}, {}};
+  kvc_op_support s{};
+  s.struct_size = sizeof(s);
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kBF16), &s),
+            KVC_STATUS_OK);
+  EXPECT_EQ(s.supported, 1);
+  EXPECT_EQ(s.q_norm_rsqrt, 1);
+  EXPECT_EQ(s.kv_norm_rsqrt, 0);
+  EXPECT_EQ(s.pad_byte, 1);
+  EXPECT_EQ(s.amax_floor, 1);
+  EXPECT_EQ(s.clamp_order, 0);
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kF16), &s),
+            KVC_STATUS_OK);
+  EXPECT_EQ(s.supported, 0);
+  ASSERT_NE(s.reason, nullptr);
+  EXPECT_STREQ(s.reason,
+               "the test shim's config (test config) binds no test op to the KV-only insert for packed528 with fp16 rows");
+  EXPECT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kBF16), nullptr),
+            KVC_STATUS_BAD_ARGUMENT);
+
+  shim.error = "no config";
+  ASSERT_EQ(declare_support(shim, KVC_OP_LEGACY_INSERT, KVC_FORMAT_BF16_512, testkit::dl_dtype(DType::kBF16), &s),
+            KVC_STATUS_OK);
+  EXPECT_EQ(s.supported, 0);
+  EXPECT_STREQ(s.reason, "test shim not configured: no config");
+}
+
+TEST(ShimAbiCall, AnswersCatchEveryExceptionAndTruncateTheMessage) {
+  ShimState shim{"test shim", "test op", every_op_config(), {}, {}};
+  char error[16];
+  std::memset(error, 'x', sizeof(error));
+  EXPECT_EQ(answer(shim, error, 8, []() -> Outcome { throw std::runtime_error("boom in the op"); }),
+            KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_STREQ(error, "interna") << "7 characters and the NUL in a capacity of 8";
+  EXPECT_EQ(error[8], 'x') << "nothing written past the capacity";
+  EXPECT_EQ(answer(shim, error, sizeof(error), []() -> Outcome { throw 42; }), KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_EQ(answer(shim, nullptr, 0, [] { return Outcome{KVC_STATUS_CUDA_ERROR, "x"}; }), KVC_STATUS_CUDA_ERROR);
+  shim.error = "no config";
+  bool ran = false;
+  EXPECT_EQ(answer(shim, error, sizeof(error), [&] { ran = true; return Outcome{}; }), KVC_STATUS_UNSUPPORTED);
+  EXPECT_FALSE(ran) << "an unconfigured shim calls nothing";
+}
+
+}  // namespace
+}  // namespace kvc::shim

@@ -1,0 +1,216 @@
+// tvm_ffi_shim.cpp: the kernel ABI over functions a tvm-ffi module exports: run kernels packaged
+// the way SGLang's and FlashInfer's JIT kernels are (a shared object whose functions are exported
+// with TVM_FFI_DLL_EXPORT_TYPED_FUNC) through the kvconform suite without writing C++ against them.
+//
+// Only tvm-ffi's stable C ABI is used (tvm/ffi/c_api.h, tvm/ffi/extra/c_env_api.h): an exported
+// function is the symbol __tvm_ffi_<name> with the TVMFFISafeCallType signature, arguments are
+// TVMFFIAny values, errors are raised into tvm-ffi's thread-local slot, and the stream a kernel
+// launches on is the one set with TVMFFIEnvSetStream for its device. So the shim works with any
+// module built against the same tvm-ffi ABI, whatever C++ or CUDA it was compiled with.
+//
+// On first use the shim reads its configuration (shim_config.h, KVC_TVM_FFI_SHIM_CONFIG), dlopens
+// the module libraries it names (lazy binding, local symbols) and finds every configured
+// function's symbol in them. Per ABI call it:
+//   1. checks the call and finds its binding (abi_call.h: 403 for a malformed call, the rule's
+//      code for broken metadata, 404 for what the config does not bind; nothing launched);
+//   2. builds the positional arguments the config lists from the call's values: tensors as
+//      DLTensor* (kTVMFFIDLTensorPtr, no copy; byte_offset folded into data, so the callee sees
+//      element 0 at data whether or not it honours byte_offset, and strides kept, so a padded
+//      cache stays a strided view), integers, floats, flags, and None for an absent optional;
+//   3. makes the caller's stream current for the tensors' device (TVMFFIEnvSetStream), calls the
+//      function, and restores the previous stream; nothing is synchronised.
+// A function that raises answers 401 when CUDA reports an error, else 403, with the error's kind
+// and message. A missing or broken config makes every op unsupported with that error.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <tvm/ffi/c_api.h>
+#include <tvm/ffi/extra/c_env_api.h>
+
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "abi_call.h"
+#include "dlpack_case.h"
+#include "kvc/kernel_abi.h"
+
+namespace {
+
+using kvc::shim::AbiValue;
+using kvc::shim::OpBinding;
+using kvc::shim::Outcome;
+using kvc::shim::PreparedCall;
+
+constexpr const char* kSymbolPrefix = "__tvm_ffi_";  // what TVM_FFI_DLL_EXPORT_TYPED_FUNC exports
+
+class Shim {
+ public:
+  static Shim& get() {
+    static Shim shim;
+    return shim;
+  }
+
+  kvc::shim::ShimState& state() { return state_; }
+  const std::string& name() const { return name_; }
+  TVMFFISafeCallType function(const OpBinding* b) const { return functions_.at(b); }
+
+ private:
+  Shim() {
+    const char* path = std::getenv(kvc::shim::kTvmFfiShimConfigEnv);
+    try {
+      if (path == nullptr || *path == '\0')
+        throw kvc::shim::ConfigError(std::string(kvc::shim::kTvmFfiShimConfigEnv) +
+                                     " is not set: it names the JSON file that binds the ABI's entry points to "
+                                     "tvm-ffi functions (examples/tvm_ffi_shim/README.md)");
+      state_.config = kvc::shim::load_shim_config(path, kvc::shim::OpNaming::kTvmFfiExport);
+      std::vector<void*> modules;
+      for (const std::string& lib : state_.config.libraries) {
+        void* h = dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL);
+        if (h == nullptr) throw kvc::shim::ConfigError("dlopen " + lib + ": " + dlerror());
+        modules.push_back(h);
+      }
+      for (const auto& [entry, bindings] : state_.config.ops)
+        for (const OpBinding& b : bindings) functions_.emplace(&b, find(modules, b.op));
+    } catch (const std::exception& e) {
+      state_.error = e.what();
+    }
+    name_ = "kvconform tvm-ffi shim over " +
+            (state_.error.empty() ? state_.config.name : "nothing: NOT CONFIGURED: " + state_.error);
+  }
+
+  TVMFFISafeCallType find(const std::vector<void*>& modules, const std::string& name) const {
+    const std::string symbol = kSymbolPrefix + name;
+    for (void* h : modules)
+      if (void* f = dlsym(h, symbol.c_str()); f != nullptr) return reinterpret_cast<TVMFFISafeCallType>(f);
+    throw kvc::shim::ConfigError("no module in \"libraries\" exports " + symbol + " (the function \"" + name +
+                                 "\"; nm -D <module.so> | grep __tvm_ffi_ lists what a module exports)");
+  }
+
+  kvc::shim::ShimState state_{"tvm-ffi shim", "tvm-ffi function", {}, {}, {}};
+  std::map<const OpBinding*, TVMFFISafeCallType> functions_;
+  std::string name_;
+};
+
+std::string byte_array(const TVMFFIByteArray& a) { return std::string(a.data, a.size); }
+
+// The raised error's "Kind: message", taking it out of tvm-ffi's thread-local slot.
+std::string take_raised_error() {
+  TVMFFIObjectHandle error = nullptr;
+  TVMFFIErrorMoveFromRaised(&error);
+  if (error == nullptr) return "an error without an error object";
+  const TVMFFIErrorCell* cell = TVMFFIErrorGetCellPtr(error);
+  std::string text = byte_array(cell->kind) + ": " + byte_array(cell->message);
+  TVMFFIObjectDecRef(error);
+  return text;
+}
+
+// The arguments of one call. The DLTensors are copies with byte_offset folded into data; they
+// live as long as the call.
+class Arguments {
+ public:
+  void add(const AbiValue& v) {
+    TVMFFIAny a{};
+    if (const auto* t = std::get_if<const DLTensor*>(&v)) {
+      DLTensor& copy = tensors_.emplace_back(**t);
+      copy.data = kvc::kernels::abi::first_element(**t);
+      copy.byte_offset = 0;
+      a.type_index = kTVMFFIDLTensorPtr;
+      a.v_ptr = &copy;
+    } else if (const auto* i = std::get_if<std::int64_t>(&v)) {
+      a.type_index = kTVMFFIInt;
+      a.v_int64 = *i;
+    } else if (const auto* d = std::get_if<double>(&v)) {
+      a.type_index = kTVMFFIFloat;
+      a.v_float64 = *d;
+    } else if (const auto* b = std::get_if<bool>(&v)) {
+      a.type_index = kTVMFFIBool;
+      a.v_int64 = *b ? 1 : 0;
+    } else {
+      a.type_index = kTVMFFINone;
+    }
+    values_.push_back(a);
+  }
+  const TVMFFIAny* data() const { return values_.data(); }
+  std::int32_t size() const { return static_cast<std::int32_t>(values_.size()); }
+
+ private:
+  std::deque<DLTensor> tensors_;
+  std::vector<TVMFFIAny> values_;
+};
+
+Outcome call(const PreparedCall& p, void* stream) {
+  if (!p.forward()) return p.outcome;
+  const OpBinding& b = *p.binding;
+  Arguments args;
+  for (const std::string& name : b.positional) {
+    if (name == "none") {
+      args.add(AbiValue());
+      continue;
+    }
+    const auto it = p.values.find(name);
+    if (it == p.values.end())
+      return {KVC_STATUS_BAD_ARGUMENT, "argument \"" + name + "\" of " + b.op +
+                                           " names no value of this ABI call (abi_call.h lists the names; \"none\" "
+                                           "passes None)"};
+    args.add(it->second);
+  }
+  int previous_device = 0;
+  if (cudaGetDevice(&previous_device) != cudaSuccess || cudaSetDevice(p.device) != cudaSuccess)
+    return {KVC_STATUS_CUDA_ERROR, "cannot make device " + std::to_string(p.device) + " current"};
+  TVMFFIStreamHandle previous_stream = nullptr;
+  if (TVMFFIEnvSetStream(kDLCUDA, p.device, stream, &previous_stream) != 0) {
+    cudaSetDevice(previous_device);
+    return {KVC_STATUS_BAD_ARGUMENT, "TVMFFIEnvSetStream failed: " + take_raised_error()};
+  }
+  TVMFFIAny result{};
+  result.type_index = kTVMFFINone;
+  const int rc = Shim::get().function(&b)(nullptr, args.data(), args.size(), &result);
+  TVMFFIEnvSetStream(kDLCUDA, p.device, previous_stream, nullptr);
+  cudaSetDevice(previous_device);
+  if (rc != 0) {
+    const std::string error = rc == -1 ? take_raised_error() : "a frontend error (status " + std::to_string(rc) + ")";
+    const cudaError_t cuda = cudaPeekAtLastError();
+    return {cuda != cudaSuccess ? KVC_STATUS_CUDA_ERROR : KVC_STATUS_BAD_ARGUMENT, b.op + " raised " + error};
+  }
+  if (result.type_index >= kTVMFFIStaticObjectBegin) TVMFFIObjectDecRef(result.v_obj);  // the ops return nothing
+  return {};
+}
+
+}  // namespace
+
+extern "C" {
+
+KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
+  if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;
+  out->abi_version = KVC_KERNEL_ABI_VERSION;
+  out->name = Shim::get().name().c_str();
+  return KVC_STATUS_OK;
+}
+
+KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {
+  return kvc::shim::declare_support(Shim::get().state(), op, format, kv_dtype, out);
+}
+
+KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,
+                                      size_t error_capacity) {
+  kvc::shim::ShimState& s = Shim::get().state();
+  return kvc::shim::answer(s, error, error_capacity,
+                           [&] { return call(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream); });
+}
+
+KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,
+                                     size_t error_capacity) {
+  kvc::shim::ShimState& s = Shim::get().state();
+  return kvc::shim::answer(s, error, error_capacity,
+                           [&] { return call(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream); });
+}
+
+KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {
+  kvc::shim::ShimState& s = Shim::get().state();
+  return kvc::shim::answer(s, error, error_capacity,
+                           [&] { return call(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream); });
+}
+
+}  // extern "C"
