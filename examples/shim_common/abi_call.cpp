@@ -174,9 +174,17 @@ PreparedCall prepare_kv_norm(const ShimConfig& config, const char* op_kind, cons
           kvc::validate_kv_norm(kv, metadata_tensor(*a->weight, DType::kF32), kvc::ValueAccess::kMetadataOnly);
       !s.ok())
     return rejected(s);
+  // The output is no argument of the contract's kv_norm (it returns rows): it must be kv's twin,
+  // with the codes our own ABI wrapper answers.
   const kvc::TensorMeta out = tensor_meta(*a->out, DType::kF32);
-  if (out.dtype != DType::kBF16 || out.sizes != kv.meta.sizes || !out.contiguous())
-    return rejected(kvc::Error(kvc::ErrorCode::kKvShape, "kv_norm out must be a contiguous bf16 tensor of kv's shape"));
+  if (!out.well_formed()) return rejected(kvc::Error(kvc::ErrorCode::kTensorMetaInvalid, "kv_norm out"));
+  if (out.dtype != DType::kBF16) return rejected(kvc::Error(kvc::ErrorCode::kKvDtype, "kv_norm out must be bf16"));
+  if (out.sizes != kv.meta.sizes)
+    return rejected(kvc::Error(kvc::ErrorCode::kKvShape, "kv_norm out must have kv's shape"));
+  if (!out.contiguous())
+    return rejected(kvc::Error(kvc::ErrorCode::kKvNotContiguous, "kv_norm out must be contiguous"));
+  if (out.device != kv.meta.device)
+    return rejected(kvc::Error(kvc::ErrorCode::kDeviceMismatch, "kv_norm out on device " + std::to_string(out.device)));
   PreparedCall p;
   p.binding = config.find(AbiEntry::kKvNorm, kvc::RecordFormat::kPacked584, kv.meta.dtype);
   if (p.binding == nullptr) return answered(KVC_STATUS_UNSUPPORTED, std::string("no ") + op_kind + " is bound to kv_norm");

@@ -101,3 +101,43 @@ int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body
 }
 
 }  // namespace kvc::shim
+
+// Defines the five C entry points of the kernel ABI for a shim, in the file that includes it:
+// `state_` is an expression giving the shim's ShimState&, `name_` one giving its name (a
+// std::string that lives as long as the process), and `forward_` a function
+// `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op when the call was
+// prepared for forwarding. The entry points are the same in every shim; only forward_ differs.
+#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                 \
+  extern "C" {                                                                                        \
+  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                   \
+    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                               \
+    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                        \
+    out->name = (name_).c_str();                                                                      \
+    return KVC_STATUS_OK;                                                                             \
+  }                                                                                                   \
+  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype,             \
+                                        kvc_op_support* out) {                                        \
+    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                             \
+  }                                                                                                   \
+  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error, \
+                                        size_t error_capacity) {                                      \
+    kvc::shim::ShimState& s = state_;                                                                 \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
+      return forward_(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream);          \
+    });                                                                                               \
+  }                                                                                                   \
+  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error, \
+                                       size_t error_capacity) {                                       \
+    kvc::shim::ShimState& s = state_;                                                                 \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
+      return forward_(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream);           \
+    });                                                                                               \
+  }                                                                                                   \
+  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error,            \
+                                 size_t error_capacity) {                                             \
+    kvc::shim::ShimState& s = state_;                                                                 \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
+      return forward_(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream);                 \
+    });                                                                                               \
+  }                                                                                                   \
+  }

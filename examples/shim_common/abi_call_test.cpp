@@ -262,7 +262,7 @@ TEST(ShimAbiCall, NoRowToWriteIsAnsweredWithoutForwarding) {
   EXPECT_FALSE(p.forward());
 }
 
-TEST(ShimAbiCall, KvNormOutputMustBeBf16OfKvsShape) {
+TEST(ShimAbiCall, KvNormOutputMustBeKvsTwinWithOurWrappersCodes) {
   const ShimConfig config = every_op_config();
   FakeCall call;
   TensorMeta kv;
@@ -278,11 +278,28 @@ TEST(ShimAbiCall, KvNormOutputMustBeBf16OfKvsShape) {
   ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
   for (const char* n : {"kv", "input", "x"}) EXPECT_EQ(tensor_of(p, n), a.kv) << n;
   for (const char* n : {"out", "output"}) EXPECT_EQ(tensor_of(p, n), a.out) << n;
-  out.dtype = DType::kF32;
-  a.out = call.tensor(out);
-  p = prepare_kv_norm(config, "test op", &a);
-  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kKvShape)) << p.outcome.message;
-  EXPECT_FALSE(p.forward());
+  // Each broken property of out answers the code our own ABI wrapper (kernels/src/kernel_abi.cpp)
+  // answers for it, so a shim and the direct path agree on every kv_norm rejection.
+  struct Breaker {
+    const char* what;
+    void (*apply)(TensorMeta&);
+    ErrorCode code;
+  };
+  const Breaker breakers[] = {
+      {"fp32", [](TensorMeta& m) { m.dtype = DType::kF32; }, ErrorCode::kKvDtype},
+      {"one row short", [](TensorMeta& m) { m.sizes[0] -= 1; }, ErrorCode::kKvShape},
+      {"rows strided", [](TensorMeta& m) { m.strides[0] = 2 * kHeadDim; }, ErrorCode::kKvNotContiguous},
+      {"another device", [](TensorMeta& m) { m.device = 1; }, ErrorCode::kDeviceMismatch},
+      {"a negative size", [](TensorMeta& m) { m.sizes[1] = -kHeadDim; }, ErrorCode::kTensorMetaInvalid},
+  };
+  for (const Breaker& b : breakers) {
+    TensorMeta broken = out;
+    b.apply(broken);
+    a.out = call.tensor(broken);
+    p = prepare_kv_norm(config, "test op", &a);
+    EXPECT_EQ(p.outcome.status, static_cast<int>(b.code)) << b.what << ": " << p.outcome.message;
+    EXPECT_FALSE(p.forward()) << b.what;
+  }
 }
 
 TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {

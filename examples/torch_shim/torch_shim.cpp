@@ -159,37 +159,5 @@ Outcome call(const PreparedCall& p, void* stream) {
 
 }  // namespace
 
-extern "C" {
-
-KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
-  if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;
-  out->abi_version = KVC_KERNEL_ABI_VERSION;
-  out->name = Shim::get().name().c_str();
-  return KVC_STATUS_OK;
-}
-
-KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {
-  return kvc::shim::declare_support(Shim::get().state(), op, format, kv_dtype, out);
-}
-
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,
-                                      size_t error_capacity) {
-  kvc::shim::ShimState& s = Shim::get().state();
-  return kvc::shim::answer(s, error, error_capacity,
-                           [&] { return call(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream); });
-}
-
-KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,
-                                     size_t error_capacity) {
-  kvc::shim::ShimState& s = Shim::get().state();
-  return kvc::shim::answer(s, error, error_capacity,
-                           [&] { return call(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream); });
-}
-
-KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {
-  kvc::shim::ShimState& s = Shim::get().state();
-  return kvc::shim::answer(s, error, error_capacity,
-                           [&] { return call(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream); });
-}
-
-}  // extern "C"
+// kvc_library_info_get, kvc_op_support_get, kvc_kv_only_insert, kvc_legacy_insert, kvc_kv_norm.
+KVC_SHIM_ENTRY_POINTS(Shim::get().state(), Shim::get().name(), call)
