@@ -7,10 +7,11 @@
 //
 // Catches: an op not found by its name, arguments matched to the wrong names or positions (a
 // swapped position/slot tensor, a dropped kv_mxfp8), a copy instead of a view (the cache bytes
-// would not come back), a strided view of a padded cache made contiguous, byte_offset lost, work
-// enqueued on another stream than the caller's (the backend synchronises its own stream only),
-// and a shim that forwards a call its validation must reject. The shim's bytes must equal both
-// the oracle's and the direct path's (our kernels through their own ABI) for every case.
+// would not come back), a strided view of a padded cache made contiguous, byte_offset lost, and a
+// shim that forwards a call its validation must reject. The matrix bytes must equal both the
+// oracle's and the direct path's (our kernels through their own ABI); kv_norm is compared with the
+// oracle. Not caught here: work on another stream than the caller's (reads back synchronise the
+// device); run the stream tests through the shim for that (KVC_KERNELS=<shim> ctest -R Stream).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -17,10 +17,13 @@
 //      DLTensor* (kTVMFFIDLTensorPtr, no copy; byte_offset folded into data, so the callee sees
 //      element 0 at data whether or not it honours byte_offset, and strides kept, so a padded
 //      cache stays a strided view), integers, floats, flags, and None for an absent optional;
-//   3. makes the caller's stream current for the tensors' device (TVMFFIEnvSetStream), calls the
-//      function, and restores the previous stream; nothing is synchronised.
-// A function that raises answers 401 when CUDA reports an error, else 403, with the error's kind
-// and message. A missing or broken config makes every op unsupported with that error.
+//   3. makes the tensors' device current and the caller's stream the one tvm-ffi hands out for it
+//      (TVMFFIEnvSetStream), calls the function, and restores both; nothing is synchronised.
+// A function that raises answers 401 when the CUDA runtime reports an error, else 403, with the
+// error's kind and message (the shim links the shared CUDA runtime, the one a module built with
+// the toolkit's defaults or with torch uses; a module with a static runtime of its own keeps its
+// errors to itself, and its failures answer 403 with its message). A missing or broken config
+// makes every op unsupported with that error.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <tvm/ffi/c_api.h>
@@ -140,9 +143,45 @@ class Arguments {
   std::vector<TVMFFIAny> values_;
 };
 
+// For the duration of a call: the tensors' device current and the caller's stream the one tvm-ffi
+// hands to kernels for that device; both restored on every way out.
+class CallContext {
+ public:
+  CallContext(std::int32_t device_type, int device, void* stream) : device_type_(device_type), device_(device) {
+    if (cudaGetDevice(&previous_device_) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+      error_ = {KVC_STATUS_CUDA_ERROR, "cannot make device " + std::to_string(device) + " current"};
+      return;
+    }
+    device_set_ = true;
+    if (TVMFFIEnvSetStream(device_type, device, stream, &previous_stream_) != 0) {
+      error_ = {KVC_STATUS_BAD_ARGUMENT, "TVMFFIEnvSetStream failed: " + take_raised_error()};
+      return;
+    }
+    stream_set_ = true;
+  }
+  ~CallContext() {
+    if (stream_set_) TVMFFIEnvSetStream(device_type_, device_, previous_stream_, nullptr);
+    if (device_set_) cudaSetDevice(previous_device_);
+  }
+  CallContext(const CallContext&) = delete;
+  CallContext& operator=(const CallContext&) = delete;
+
+  const Outcome& error() const { return error_; }
+
+ private:
+  std::int32_t device_type_;
+  int device_;
+  int previous_device_ = 0;
+  TVMFFIStreamHandle previous_stream_ = nullptr;
+  bool device_set_ = false;
+  bool stream_set_ = false;
+  Outcome error_;
+};
+
 Outcome call(const PreparedCall& p, void* stream) {
   if (!p.forward()) return p.outcome;
   const OpBinding& b = *p.binding;
+  const TVMFFISafeCallType function = Shim::get().function(&b);
   Arguments args;
   for (const std::string& name : b.positional) {
     if (name == "none") {
@@ -156,19 +195,17 @@ Outcome call(const PreparedCall& p, void* stream) {
                                            "passes None)"};
     args.add(it->second);
   }
-  int previous_device = 0;
-  if (cudaGetDevice(&previous_device) != cudaSuccess || cudaSetDevice(p.device) != cudaSuccess)
-    return {KVC_STATUS_CUDA_ERROR, "cannot make device " + std::to_string(p.device) + " current"};
-  TVMFFIStreamHandle previous_stream = nullptr;
-  if (TVMFFIEnvSetStream(kDLCUDA, p.device, stream, &previous_stream) != 0) {
-    cudaSetDevice(previous_device);
-    return {KVC_STATUS_BAD_ARGUMENT, "TVMFFIEnvSetStream failed: " + take_raised_error()};
-  }
+  // The stream is keyed by the tensors' device type (kDLCUDA or kDLCUDAManaged), as a kernel that
+  // asks TVMFFIEnvGetStream(t.device.device_type, ...) looks it up.
+  const std::int32_t device_type = std::get<const DLTensor*>(p.values.at("kv"))->device.device_type;
   TVMFFIAny result{};
   result.type_index = kTVMFFINone;
-  const int rc = Shim::get().function(&b)(nullptr, args.data(), args.size(), &result);
-  TVMFFIEnvSetStream(kDLCUDA, p.device, previous_stream, nullptr);
-  cudaSetDevice(previous_device);
+  int rc = 0;
+  {
+    const CallContext context(device_type, p.device, stream);
+    if (context.error().status != KVC_STATUS_OK) return context.error();
+    rc = function(nullptr, args.data(), args.size(), &result);
+  }
   if (rc != 0) {
     const std::string error = rc == -1 ? take_raised_error() : "a frontend error (status " + std::to_string(rc) + ")";
     const cudaError_t cuda = cudaPeekAtLastError();
