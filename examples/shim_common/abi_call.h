@@ -100,13 +100,22 @@ int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body
   return o.status;
 }
 
+// Answers a prepared call: its own outcome when it is not to be forwarded (rejected, unbound, or
+// nothing to write), else what forward(p, stream) answers. A shim's forward() sees only calls to
+// make.
+template <typename Forward>
+Outcome forward_prepared(const PreparedCall& p, void* stream, Forward&& forward) {
+  return p.forward() ? forward(p, stream) : p.outcome;
+}
+
 }  // namespace kvc::shim
 
 // Defines the five C entry points of the kernel ABI for a shim, in the file that includes it:
 // `state_` is an expression giving the shim's ShimState&, `name_` one giving its name (a
 // std::string that lives as long as the process), and `forward_` a function
-// `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op when the call was
-// prepared for forwarding. The entry points are the same in every shim; only forward_ differs.
+// `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op; it is called only
+// for a call prepared for forwarding (forward_prepared). The entry points are the same in every
+// shim; only forward_ differs.
 #define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                 \
   extern "C" {                                                                                        \
   KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                   \
@@ -123,21 +132,24 @@ int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body
                                         size_t error_capacity) {                                      \
     kvc::shim::ShimState& s = state_;                                                                 \
     return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return forward_(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream);          \
+      return kvc::shim::forward_prepared(                                                             \
+          kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream, forward_);            \
     });                                                                                               \
   }                                                                                                   \
   KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error, \
                                        size_t error_capacity) {                                       \
     kvc::shim::ShimState& s = state_;                                                                 \
     return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return forward_(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream);           \
+      return kvc::shim::forward_prepared(                                                             \
+          kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream, forward_);             \
     });                                                                                               \
   }                                                                                                   \
   KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error,            \
                                  size_t error_capacity) {                                             \
     kvc::shim::ShimState& s = state_;                                                                 \
     return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return forward_(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream);                 \
+      return kvc::shim::forward_prepared(                                                             \
+          kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream, forward_);                   \
     });                                                                                               \
   }                                                                                                   \
   }

@@ -337,6 +337,29 @@ TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
   EXPECT_STREQ(s.reason, "test shim not configured: no config");
 }
 
+TEST(ShimAbiCall, OnlyCallsToMakeReachTheShimsForward) {
+  const ShimConfig config = every_op_config();
+  int forwarded = 0;
+  const auto forward = [&](const PreparedCall& p, void*) {
+    ++forwarded;
+    EXPECT_TRUE(p.forward());
+    return Outcome{KVC_STATUS_CUDA_ERROR, "from forward"};
+  };
+  FakeCall call;
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  kvc_kv_only_insert_args a = call.kv_only(c);
+  EXPECT_EQ(forward_prepared(prepare_kv_only_insert(config, "test op", &a), nullptr, forward).status,
+            KVC_STATUS_CUDA_ERROR);
+  EXPECT_EQ(forwarded, 1);
+  a.struct_size = 8;  // rejected: answered with its own outcome
+  EXPECT_EQ(forward_prepared(prepare_kv_only_insert(config, "test op", &a), nullptr, forward).status,
+            KVC_STATUS_BAD_ARGUMENT);
+  c.kv.meta.sizes[0] = c.slots.meta.sizes[0] = c.positions.meta.sizes[0] = 0;
+  a = call.kv_only(c);  // nothing to write: OK without forwarding
+  EXPECT_EQ(forward_prepared(prepare_kv_only_insert(config, "test op", &a), nullptr, forward).status, KVC_STATUS_OK);
+  EXPECT_EQ(forwarded, 1);
+}
+
 TEST(ShimAbiCall, AnswersCatchEveryExceptionAndTruncateTheMessage) {
   ShimState shim{"test shim", "test op", every_op_config(), {}, {}};
   char error[16];

@@ -127,7 +127,6 @@ c10::IValue ivalue(const AbiValue& v) {
 
 // The op, called with the caller's stream current on the tensors' device.
 Outcome call(const PreparedCall& p, void* stream) {
-  if (!p.forward()) return p.outcome;
   const OpBinding& b = *p.binding;
   const c10::OperatorHandle& op = Shim::get().handle(&b);
   std::vector<c10::IValue> stack;

@@ -179,7 +179,6 @@ class CallContext {
 };
 
 Outcome call(const PreparedCall& p, void* stream) {
-  if (!p.forward()) return p.outcome;
   const OpBinding& b = *p.binding;
   const TVMFFISafeCallType function = Shim::get().function(&b);
   Arguments args;
