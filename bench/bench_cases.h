@@ -10,7 +10,7 @@
 
 #include "kvc/contract.h"
 #include "kvc/insert_case.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc::bench {
 

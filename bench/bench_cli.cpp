@@ -9,7 +9,7 @@
 
 #if KVC_BENCH_GPU
 #include "gpu_benchmarks.h"
-#include "kvc/testkit/kernel_library.h"
+#include "testkit/device/kernel_library.h"
 #endif
 
 namespace kvc::bench {

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "bench_cases.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc::bench {
 namespace {

@@ -8,8 +8,8 @@
 #include <utility>
 
 #include "kvc/kernel_abi.h"
-#include "kvc/testkit/device_buffers.h"
-#include "kvc/testkit/dl_dtype.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kvc/testkit/backing.h"
+#include "testkit/backends/backing.h"
 
 namespace kvc::bench {
 namespace {

@@ -15,7 +15,7 @@
 #include "copy_roofline.h"
 #include "device_workspace.h"
 #include "gpu_timer.h"
-#include "kvc/testkit/device_buffers.h"
+#include "testkit/device/device_buffers.h"
 #include "op_launchers.h"
 
 namespace kvc::bench {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "bench_config.h"
-#include "kvc/testkit/kernel_library.h"
+#include "testkit/device/kernel_library.h"
 
 namespace kvc::bench {
 

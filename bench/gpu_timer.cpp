@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "kvc/testkit/device_buffers.h"
+#include "testkit/device/device_buffers.h"
 
 namespace kvc::bench {
 namespace {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <stdexcept>
 
-#include "kvc/testkit/device_buffers.h"
-#include "kvc/testkit/dl_dtype.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {

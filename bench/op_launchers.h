@@ -10,7 +10,7 @@
 
 #include "device_workspace.h"
 #include "gpu_timer.h"
-#include "kvc/testkit/kernel_library.h"
+#include "testkit/device/kernel_library.h"
 
 namespace kvc::bench {
 

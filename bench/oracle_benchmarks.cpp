@@ -10,7 +10,7 @@
 #include "bench_cases.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/options.h"
-#include "kvc/testkit/backing.h"
+#include "testkit/backends/backing.h"
 
 namespace kvc::bench {
 namespace {

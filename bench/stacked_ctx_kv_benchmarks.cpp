@@ -28,8 +28,8 @@
 #include "gpu_timer.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/oracle/cos_sin_cache.h"
-#include "kvc/testkit/device_buffers.h"
-#include "kvc/testkit/kernel_library.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/kernel_library.h"
 #include "stacked_ctx_kv_benchmarks.h"
 
 namespace kvc::bench {

@@ -10,7 +10,7 @@
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/float_bits.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 #if KVC_HAVE_CUDA_HEADERS
 #include <cuda_bf16.h>

@@ -6,7 +6,7 @@
 
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/fp16.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 #if KVC_HAVE_CUDA_HEADERS
 #include <cuda_fp16.h>

@@ -13,7 +13,7 @@
 #include "kvc/contract.h"
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/fp8_e4m3.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 #if KVC_HAVE_CUDA_HEADERS
 #include <cuda_fp8.h>

@@ -19,10 +19,10 @@
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/io/case_file.h"
+#include "testkit/cases/small_cases.h"
 #include "kvc/validate.h"
 
 namespace kvc {

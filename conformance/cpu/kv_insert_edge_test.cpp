@@ -13,8 +13,8 @@
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc {
 namespace {

@@ -14,11 +14,11 @@
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc {
 namespace {

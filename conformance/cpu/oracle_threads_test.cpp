@@ -13,9 +13,9 @@
 #include <thread>
 
 #include "kvc/oracle/parallel_rows.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc {
 namespace {

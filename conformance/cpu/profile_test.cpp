@@ -18,28 +18,29 @@
 #include <map>
 
 #include "kvc/oracle/float_bits.h"
+#include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/kv_insert.h"
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "kvc/oracle/store_rotated.h"
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/testkit/abi_profile.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/store_cases.h"
+#include "testkit/backends/abi_profile.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/io/case_file.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/cases/store_cases.h"
 
 namespace kvc {
 namespace {
 
-using oracle::Profile;
+using kvc::Profile;
 
 constexpr std::int64_t kBlockSize = 2;
 constexpr std::uint8_t kCanaryByte = testkit::kCanary;
 
 Profile spec(const char* s) {
   std::string error;
-  const auto p = oracle::parse_profile(s, &error);
+  const auto p = kvc::parse_profile(s, &error);
   EXPECT_TRUE(p.has_value()) << s << ": " << error;
   return p.value_or(Profile{});
 }
@@ -71,7 +72,7 @@ std::uint16_t value16(const std::vector<std::uint8_t>& b, int dim) {
 // ---- e4m3 clamp order ------------------------------------------------------------------------
 
 TEST(ClampOrderPolicy, OnlyNaNMovesFrom0xFETo0x7E) {
-  using oracle::ClampOrder;
+  using kvc::ClampOrder;
   const float nan = oracle::float_of(0x7FC00000u), negative_nan = oracle::float_of(0xFFC00001u);
   // fminf(fmaxf(NaN, -448), 448) = -448 -> 0xFE; fmaxf(fminf(NaN, 448), -448) = 448 -> 0x7E.
   EXPECT_EQ(oracle::e4m3_encode(nan, ClampOrder::kMaxThenMin), 0xFE);
@@ -147,7 +148,7 @@ TEST(InfBlockPolicy, InverseScaleItself) {
   const float values[2] = {INFINITY, 1.0f};
   oracle::ScaleRules rules;
   EXPECT_EQ(oracle::bits_of(oracle::block_scale(values, 2, rules).inverse), 0x00000000u);
-  rules.inf_block = oracle::InfBlockInverse::kNegativeInfinity;
+  rules.inf_block = kvc::InfBlockInverse::kNegativeInfinity;
   const oracle::BlockScale s = oracle::block_scale(values, 2, rules);
   EXPECT_EQ(oracle::bits_of(s.inverse), 0xFF800000u);
   EXPECT_EQ(s.byte, 0xFF);
@@ -174,7 +175,7 @@ TEST(PadBytePolicy, WrittenOrKept) {
 // ---- scale exponent ----------------------------------------------------------------------------
 
 TEST(ExponentPolicy, JustAboveAPowerOfTwoAtThePrimitive) {
-  using oracle::ExponentRule;
+  using kvc::ExponentRule;
   // q = 0x41800001 = 16 (1 + 2^-23): log2 q = 4 + 1.7e-7 rounds to 4.0 in fp32 -> E = 4 (byte
   // 131, 0x83); exact: biased exponent 131 - 127 = 4, mantissa != 0 -> 5 (byte 132, 0x84).
   const float q1 = oracle::float_of(0x41800001u);
@@ -273,34 +274,34 @@ TEST(RopePolicy, KvOnlyInsertRotatesOrNot) {
 // ---- names, specs, case files, the ABI ----------------------------------------------------------
 
 TEST(ProfileNames, NamedProfilesAreTheTablesRows) {
-  const Profile v = oracle::vllm_profile(), s = oracle::sglang_store_profile();
-  for (oracle::Policy p : oracle::kAllPolicies) EXPECT_EQ(oracle::alternative_of(v, p), 0) << oracle::policy_key(p);
-  EXPECT_EQ(s.rope, oracle::RopePolicy::kNone);
-  EXPECT_EQ(s.clamp_order, oracle::ClampOrder::kMinThenMax);
-  EXPECT_EQ(s.inf_block, oracle::InfBlockInverse::kNegativeInfinity);
-  EXPECT_EQ(s.pad_byte, oracle::PadBytePolicy::kNotWritten);
-  EXPECT_EQ(s.exponent, oracle::ExponentRule::kExact);
-  EXPECT_EQ(s.amax_floor, oracle::AmaxFloor::kBeforeDivide);
+  const Profile v = kvc::vllm_profile(), s = kvc::sglang_store_profile();
+  for (kvc::Policy p : kvc::kAllPolicies) EXPECT_EQ(kvc::alternative_of(v, p), 0) << kvc::policy_key(p);
+  EXPECT_EQ(s.rope, kvc::RopePolicy::kNone);
+  EXPECT_EQ(s.clamp_order, kvc::ClampOrder::kMinThenMax);
+  EXPECT_EQ(s.inf_block, kvc::InfBlockInverse::kNegativeInfinity);
+  EXPECT_EQ(s.pad_byte, kvc::PadBytePolicy::kNotWritten);
+  EXPECT_EQ(s.exponent, kvc::ExponentRule::kExact);
+  EXPECT_EQ(s.amax_floor, kvc::AmaxFloor::kBeforeDivide);
   EXPECT_EQ(s.rsqrt, RsqrtMode::kCorrectlyRounded);
-  EXPECT_EQ(oracle::profile_name(v), "vllm");
-  EXPECT_EQ(oracle::profile_name(s), "sglang-store");
+  EXPECT_EQ(kvc::profile_name(v), "vllm");
+  EXPECT_EQ(kvc::profile_name(s), "sglang-store");
 }
 
 TEST(ParseProfile, NamedComposedAndOverridden) {
-  EXPECT_EQ(spec("vllm"), oracle::vllm_profile());
-  EXPECT_EQ(spec("sglang-store"), oracle::sglang_store_profile());
+  EXPECT_EQ(spec("vllm"), kvc::vllm_profile());
+  EXPECT_EQ(spec("sglang-store"), kvc::sglang_store_profile());
   const Profile c = spec("rope=none, clamp = sglang");
-  EXPECT_EQ(c.rope, oracle::RopePolicy::kNone);
-  EXPECT_EQ(c.clamp_order, oracle::ClampOrder::kMinThenMax);
-  EXPECT_EQ(c.inf_block, oracle::InfBlockInverse::kZero);
-  EXPECT_EQ(oracle::profile_name(c), "rope=none,clamp=sglang");
+  EXPECT_EQ(c.rope, kvc::RopePolicy::kNone);
+  EXPECT_EQ(c.clamp_order, kvc::ClampOrder::kMinThenMax);
+  EXPECT_EQ(c.inf_block, kvc::InfBlockInverse::kZero);
+  EXPECT_EQ(kvc::profile_name(c), "rope=none,clamp=sglang");
   const Profile o = spec("sglang-store,pad=write,floor=after,rsqrt=approx");
-  EXPECT_EQ(o.pad_byte, oracle::PadBytePolicy::kWritten);
-  EXPECT_EQ(o.amax_floor, oracle::AmaxFloor::kAfterDivide);
+  EXPECT_EQ(o.pad_byte, kvc::PadBytePolicy::kWritten);
+  EXPECT_EQ(o.amax_floor, kvc::AmaxFloor::kAfterDivide);
   EXPECT_EQ(o.rsqrt, RsqrtMode::kApproximate);
-  EXPECT_EQ(o.clamp_order, oracle::ClampOrder::kMinThenMax);
-  EXPECT_EQ(spec("exponent=exact").exponent, oracle::ExponentRule::kExact);
-  EXPECT_EQ(spec("inf=sglang").inf_block, oracle::InfBlockInverse::kNegativeInfinity);
+  EXPECT_EQ(o.clamp_order, kvc::ClampOrder::kMinThenMax);
+  EXPECT_EQ(spec("exponent=exact").exponent, kvc::ExponentRule::kExact);
+  EXPECT_EQ(spec("inf=sglang").inf_block, kvc::InfBlockInverse::kNegativeInfinity);
 }
 
 TEST(ParseProfile, MalformedSpecsAreRefusedWithTheReason) {
@@ -315,30 +316,30 @@ TEST(ParseProfile, MalformedSpecsAreRefusedWithTheReason) {
   };
   for (const auto& [text, why] : bad) {
     std::string error;
-    EXPECT_FALSE(oracle::parse_profile(text, &error).has_value()) << text;
+    EXPECT_FALSE(kvc::parse_profile(text, &error).has_value()) << text;
     EXPECT_NE(error.find(why), std::string::npos) << text << ": " << error;
   }
 }
 
 TEST(ParseProfile, EveryProfileRoundTripsThroughItsName) {
-  for (unsigned mask = 0; mask < (1u << oracle::kAllPolicies.size()); ++mask) {
+  for (unsigned mask = 0; mask < (1u << kvc::kAllPolicies.size()); ++mask) {
     Profile p;
-    for (std::size_t i = 0; i < oracle::kAllPolicies.size(); ++i)
-      p = oracle::with_alternative(p, oracle::kAllPolicies[i], (mask >> i) & 1);
-    EXPECT_EQ(spec(oracle::profile_name(p).c_str()), p) << oracle::profile_name(p);
+    for (std::size_t i = 0; i < kvc::kAllPolicies.size(); ++i)
+      p = kvc::with_alternative(p, kvc::kAllPolicies[i], (mask >> i) & 1);
+    EXPECT_EQ(spec(kvc::profile_name(p).c_str()), p) << kvc::profile_name(p);
   }
 }
 
 TEST(CaseFileProfile, RecordedAndReadBackOldFilesAreVllm) {
   const InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
-  nlohmann::json j = testkit::case_to_json(c, oracle::sglang_store_profile());
+  nlohmann::json j = testkit::case_to_json(c, kvc::sglang_store_profile());
   EXPECT_EQ(j.at("profile"), "sglang-store");
-  EXPECT_EQ(testkit::case_profile_from_json(j), oracle::sglang_store_profile());
+  EXPECT_EQ(testkit::case_profile_from_json(j), kvc::sglang_store_profile());
   j = testkit::case_to_json(c, spec("clamp=sglang,pad=keep"));
   EXPECT_EQ(testkit::case_profile_from_json(j), spec("clamp=sglang,pad=keep"));
-  EXPECT_EQ(testkit::case_profile_from_json(testkit::case_to_json(c)), oracle::vllm_profile());
+  EXPECT_EQ(testkit::case_profile_from_json(testkit::case_to_json(c)), kvc::vllm_profile());
   j.erase("profile");  // a file written before profiles
-  EXPECT_EQ(testkit::case_profile_from_json(j), oracle::vllm_profile());
+  EXPECT_EQ(testkit::case_profile_from_json(j), kvc::vllm_profile());
   EXPECT_NO_THROW(testkit::case_from_json(j));
   j["profile"] = "clamp=sideways";
   try {
@@ -352,20 +353,20 @@ TEST(CaseFileProfile, RecordedAndReadBackOldFilesAreVllm) {
 TEST(AbiProfile, PolicyFieldsReadFromALibraryOf11AndIgnoredFrom10) {
   kvc_op_support s{};
   s.struct_size = sizeof s;
-  testkit::declare_profile(oracle::sglang_store_profile(), KVC_OP_STORE_ROTATED, &s);
+  testkit::declare_profile(kvc::sglang_store_profile(), KVC_OP_STORE_ROTATED, &s);
   EXPECT_EQ(s.rope, KVC_ROPE_NONE);
   EXPECT_EQ(s.clamp_order, KVC_CLAMP_MIN_THEN_MAX);
   EXPECT_EQ(s.inf_block, KVC_INF_BLOCK_NEGATIVE_INFINITY_INVERSE);
   EXPECT_EQ(s.pad_byte, KVC_PAD_BYTE_NOT_WRITTEN);
   EXPECT_EQ(s.scale_exponent, KVC_SCALE_EXPONENT_EXACT);
   EXPECT_EQ(s.amax_floor, KVC_AMAX_FLOOR_BEFORE_DIVIDE);
-  EXPECT_EQ(testkit::profile_from_op_support(s, 1001, KVC_OP_STORE_ROTATED), oracle::sglang_store_profile());
+  EXPECT_EQ(testkit::profile_from_op_support(s, 1001, KVC_OP_STORE_ROTATED), kvc::sglang_store_profile());
   // A library built against 1.0 never wrote the policy fields: whatever they hold, it is vllm.
-  EXPECT_EQ(testkit::profile_from_op_support(s, 1000, KVC_OP_STORE_ROTATED), oracle::vllm_profile());
+  EXPECT_EQ(testkit::profile_from_op_support(s, 1000, KVC_OP_STORE_ROTATED), kvc::vllm_profile());
   // So is a struct whose struct_size stops before them.
   kvc_op_support small = s;
   small.struct_size = offsetof(kvc_op_support, rope);
-  EXPECT_EQ(testkit::profile_from_op_support(small, 1001, KVC_OP_STORE_ROTATED), oracle::vllm_profile());
+  EXPECT_EQ(testkit::profile_from_op_support(small, 1001, KVC_OP_STORE_ROTATED), kvc::vllm_profile());
   // rsqrt per op: the legacy op's q-norm field, every other op's kv_norm field.
   kvc_op_support r{};
   r.struct_size = sizeof r;

@@ -11,9 +11,9 @@
 #include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/rsqrt.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::oracle {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/rsqrt.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 namespace kvc::oracle {
 namespace {

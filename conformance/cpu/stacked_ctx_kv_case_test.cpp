@@ -16,13 +16,13 @@
 #include <cstring>
 #include <set>
 
-#include "kvc/cases/stacked_ctx_kv_registry.h"
+#include "testkit/cases/stacked_ctx_kv_registry.h"
 #include "kvc/oracle/stacked_ctx_kv.h"
 #include "kvc/oracle/storage16.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/stacked_ctx_kv_diff.h"
-#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/io/case_file.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
+#include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
 namespace {

@@ -18,9 +18,9 @@
 
 #include <cmath>
 
-#include "kvc/cases/stacked_ctx_kv_registry.h"
+#include "testkit/cases/stacked_ctx_kv_registry.h"
 #include "kvc/oracle/stacked_ctx_kv.h"
-#include "kvc/testkit/stacked_ctx_kv_diff.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
 
 namespace kvc {
 namespace {

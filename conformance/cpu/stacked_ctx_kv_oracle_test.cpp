@@ -19,12 +19,12 @@
 #include <cstring>
 #include <set>
 
-#include "kvc/cases/stacked_ctx_kv_registry.h"
+#include "testkit/cases/stacked_ctx_kv_registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/stacked_ctx_kv.h"
 #include "kvc/oracle/stacked_ctx_kv_fp64.h"
 #include "kvc/oracle/storage16.h"
-#include "kvc/testkit/stacked_ctx_kv_diff.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
 
 namespace kvc {
 namespace {

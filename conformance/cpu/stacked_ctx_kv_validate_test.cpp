@@ -11,7 +11,7 @@
 #include <set>
 
 #include "kvc/oracle/stacked_ctx_kv.h"
-#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
 namespace {

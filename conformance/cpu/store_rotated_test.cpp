@@ -17,12 +17,12 @@
 
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/store_rotated.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/policy_report.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/store_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/compare/policy_report.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/cases/store_cases.h"
 #include "kvc/validate_store.h"
 
 namespace kvc {
@@ -108,7 +108,7 @@ TEST(KvOnlyIsRopeThenStore, WholeBackingsEqualUnderEveryProfile) {
   for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
     for (const char* name : {"vllm", "sglang-store", "rope=none", "clamp=sglang,inf=sglang,floor=after"}) {
       oracle::OracleOptions o;
-      o.profile = *oracle::parse_profile(name);
+      o.profile = *kvc::parse_profile(name);
       int live_rows = 0;
       for (const InsertCase& c : identity_cases(f)) {
         SCOPED_TRACE(std::string(layout_of(f).name) + " profile " + name);
@@ -132,7 +132,7 @@ TEST(KvOnlyIsRopeThenStore, AStoreCaseUnderTheWrongRopePolicyDiffers) {
   const InsertCase c = identity_cases(RecordFormat::kPacked584).front();
   InsertOutputs insert = testkit::make_outputs(c);
   ASSERT_TRUE(oracle::kv_only_insert(c, insert).ok());
-  const StoreCase s = oracle::store_case_of(c, *oracle::parse_profile("rope=none"));
+  const StoreCase s = oracle::store_case_of(c, *kvc::parse_profile("rope=none"));
   std::vector<std::uint8_t> store = testkit::make_outputs(c).cache;
   ASSERT_TRUE(oracle::store_rotated(s, store).ok());
   const testkit::DiffReport d = testkit::diff_case_backings(c, insert.cache, store);

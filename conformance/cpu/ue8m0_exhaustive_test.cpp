@@ -13,7 +13,7 @@
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 namespace kvc::oracle {
 namespace {

@@ -10,16 +10,16 @@
 #include <functional>
 #include <set>
 
-#include "kvc/testkit/backend.h"
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
-#include "kvc/testkit/store_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/cases/store_cases.h"
 
 namespace kvc {
 namespace {

@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "gpu_test_support.h"
+#include "testkit/device/gpu_test_support.h"
 #include "kvc/kernels/device_numerics.cuh"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/testkit/exhaustive_sweep.h"
+#include "testkit/compare/exhaustive_sweep.h"
 
 namespace kvc {
 namespace {
@@ -56,7 +56,7 @@ struct Fp16 {
 struct Ue8m0Exponent {
   using Out = std::int32_t;
   __device__ Out operator()(float q) const { return kernels::ue8m0_exponent(q); }
-  static Out oracle(float q) { return static_cast<Out>(oracle::scale_exponent(q, oracle::ExponentRule::kDeviceLog2f)); }
+  static Out oracle(float q) { return static_cast<Out>(oracle::scale_exponent(q, kvc::ExponentRule::kDeviceLog2f)); }
 };
 
 template <typename F>

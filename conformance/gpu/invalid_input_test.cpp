@@ -21,13 +21,14 @@
 #include <cctype>
 #include <set>
 
-#include "gpu_test_support.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
-#include "kvc/testkit/store_cases.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/cases/store_cases.h"
 #include "kvc/validate.h"
 
 namespace kvc {

@@ -13,10 +13,10 @@
 
 #include <algorithm>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
 
 namespace kvc {
 namespace {

@@ -10,13 +10,13 @@
 
 #include <cctype>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/kv_norm.h"
-#include "kvc/testkit/approx_rsqrt.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/compare/approx_rsqrt.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc {
 namespace {

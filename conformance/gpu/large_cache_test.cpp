@@ -33,13 +33,13 @@
 #include <sstream>
 #include <string_view>
 
-#include "gpu_test_support.h"
+#include "testkit/device/gpu_test_support.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/device_case_buffers.h"
+#include "testkit/backends/backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/device/device_case_buffers.h"
 #include "kvc/validate.h"
 
 namespace kvc {

@@ -15,11 +15,11 @@
 #include <functional>
 #include <ostream>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
-#include "kvc/testkit/backing.h"
+#include "testkit/backends/backing.h"
 
 namespace kvc {
 namespace {

@@ -22,13 +22,13 @@
 #include <chrono>
 #include <cmath>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/stacked_ctx_kv_registry.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/stacked_ctx_kv_registry.h"
 #include "kvc/oracle/stacked_ctx_kv.h"
 #include "kvc/oracle/stacked_ctx_kv_fp64.h"
-#include "kvc/testkit/stacked_ctx_kv_device.h"
-#include "kvc/testkit/stacked_ctx_kv_diff.h"
-#include "kvc/testkit/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/device/stacked_ctx_kv_device.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
+#include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
 namespace {

@@ -20,14 +20,14 @@
 #include <cstdio>
 #include <set>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
-#include "kvc/oracle/profile.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
+#include "kvc/profile.h"
 #include "kvc/oracle/store_rotated.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/policy_report.h"
-#include "kvc/testkit/small_cases.h"
-#include "kvc/testkit/store_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/policy_report.h"
+#include "testkit/cases/small_cases.h"
+#include "testkit/cases/store_cases.h"
 
 namespace kvc {
 namespace {
@@ -58,7 +58,7 @@ StoreCase on_sglang_cache(const StoreCase& ours) {
 ::testing::AssertionResult store_matches_oracle(testkit::DeviceBackend& device, const StoreCase& c,
                                                 const std::vector<std::uint8_t>& initial,
                                                 const std::vector<std::uint8_t>& actual, const std::string& name) {
-  const oracle::Profile declared = device.declared_store_profile(c);
+  const kvc::Profile declared = device.declared_store_profile(c);
   oracle::OracleOptions o;
   o.profile = declared;
   std::vector<std::uint8_t> expected = initial;
@@ -83,7 +83,7 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
   // The device's two ops can be compared when the library has both under one rotating profile.
   const bool compare_with_insert = device.supports(kv_only).supported &&
                                    device.declared_profile(kv_only) == device.declared_store_profile(ours) &&
-                                   device.declared_store_profile(ours).rope == oracle::RopePolicy::kRotate;
+                                   device.declared_store_profile(ours).rope == kvc::RopePolicy::kRotate;
 
   for (const StoreCase& c : {ours, on_sglang_cache(ours)}) {
     const std::string name = spec.name() + (c.cache.rank() == 2 ? " on SGLang's cache, int32 indices" : "");
@@ -207,22 +207,22 @@ TEST(StoreRotatedAbi, EveryOpDeclaresItsProfile) {
   for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
     for (RecordFormat f : kAllFormats) {
       const InsertCase c = testkit::small_valid_case(op, f);
-      const oracle::Profile p = device.declared_profile(c);
+      const kvc::Profile p = device.declared_profile(c);
       std::printf("  %s %s: %s\n", op == InsertOp::kLegacy ? "legacy_insert" : "kv_only_insert",
-                  std::string(layout_of(f).name).c_str(), oracle::profile_name(p).c_str());
+                  std::string(layout_of(f).name).c_str(), kvc::profile_name(p).c_str());
       if (device.library().name().rfind("kvconform-kernels", 0) == 0) {
-        EXPECT_EQ(p, oracle::vllm_profile()) << "our kernels implement the contract";
+        EXPECT_EQ(p, kvc::vllm_profile()) << "our kernels implement the contract";
       }
     }
   for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
     const StoreCase c = testkit::small_valid_store_case(f, testkit::StorePages::kSglangFlat);
     const testkit::Support s = device.supports_store(c);
-    const oracle::Profile p = device.declared_store_profile(c);
+    const kvc::Profile p = device.declared_store_profile(c);
     std::printf("  store_rotated %s: %s (%s)\n", std::string(layout_of(f).name).c_str(),
-                oracle::profile_name(p).c_str(), s.supported ? "supported" : s.reason.c_str());
+                kvc::profile_name(p).c_str(), s.supported ? "supported" : s.reason.c_str());
     if (device.library().name().rfind("kvconform-kernels", 0) == 0) {
       EXPECT_TRUE(s.supported) << s.reason;
-      EXPECT_EQ(p, oracle::vllm_profile());
+      EXPECT_EQ(p, kvc::vllm_profile());
     }
   }
 }

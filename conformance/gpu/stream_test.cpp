@@ -27,16 +27,16 @@
 #include <string>
 #include <string_view>
 
-#include "cuda_graph_support.h"
-#include "default_stream_gate.h"
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
+#include "testkit/device/cuda_graph_support.h"
+#include "testkit/device/default_stream_gate.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/kv_norm.h"
-#include "kvc/testkit/approx_rsqrt.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/device_case_buffers.h"
-#include "wrong_stream_abi.h"
+#include "testkit/compare/approx_rsqrt.h"
+#include "testkit/backends/backing.h"
+#include "testkit/device/device_case_buffers.h"
+#include "testkit/device/wrong_stream_abi.h"
 
 namespace kvc {
 namespace {

@@ -5,13 +5,13 @@
 // strides), or that launches for a call its validation should reject.
 #include <gtest/gtest.h>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
 #include "kvc/oracle/kv_norm.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc {
 namespace {

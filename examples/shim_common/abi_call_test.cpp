@@ -18,8 +18,8 @@
 
 #include "abi_call.h"
 #include "kvc/status.h"
-#include "kvc/testkit/dl_dtype.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/device/dl_dtype.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::shim {
 namespace {

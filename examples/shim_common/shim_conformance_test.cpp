@@ -16,12 +16,12 @@
 
 #include <cstdlib>
 
-#include "gpu_test_support.h"
-#include "kvc/cases/registry.h"
+#include "testkit/device/gpu_test_support.h"
+#include "testkit/cases/registry.h"
 #include "kvc/oracle/kv_norm.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/small_cases.h"
 
 // One suite name per shim (-DKVC_SHIM_SUITE=TorchShim, TvmFfiShim), so that ctest names stay
 // unique and `ctest -R TorchShim` picks one shim. gtest stringizes suite names: the wrappers make

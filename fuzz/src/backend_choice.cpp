@@ -1,13 +1,14 @@
 // backend_choice.cpp: the oracle or a device backend for kvconform-fuzz (see backend_choice.h).
 // KVC_FUZZ_HAVE_DEVICE is set by fuzz/CMakeLists.txt in CUDA builds (kvc::testkit_device).
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/backend_choice.h"
 
 #include <cstdlib>
 
 #if KVC_FUZZ_HAVE_DEVICE
-#include "kvc/testkit/device_backend.h"
-#include "kvc/testkit/device_buffers.h"
-#include "kvc/testkit/kernel_library.h"
+#include "testkit/device/device_backend.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/kernel_library.h"
 #endif
 
 namespace kvc::fuzz {
@@ -54,7 +55,7 @@ std::unique_ptr<testkit::Backend> make_backend(const BackendChoice& choice) {
   }
   if (choice.mutation != oracle::OracleMutation::kNone)
     throw std::invalid_argument("--mutation breaks the oracle; it does not apply to --backend device");
-  if (choice.profile != oracle::vllm_profile())
+  if (choice.profile != kvc::vllm_profile())
     throw std::invalid_argument(
         "--profile sets the oracle's profile; with --backend device the kernel library "
         "declares its own (kvc_op_support_get)");

@@ -1,4 +1,5 @@
 // campaign.cpp: property runs, corpus files, replay and rotating campaigns (see campaign.h).
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 #include <rapidcheck.h>
 
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -45,12 +46,12 @@ class SupportedCasesOnly final : public testkit::Backend {
   std::string name() const override { return inner_.name(); }
   testkit::Support supports(const InsertCase& c) const override { return inner_.supports(c); }
   RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override { return inner_.rsqrt_mode(op, q_norm); }
-  oracle::Profile declared_profile(const InsertCase& c) const override { return inner_.declared_profile(c); }
+  kvc::Profile declared_profile(const InsertCase& c) const override { return inner_.declared_profile(c); }
   testkit::Support supports_store(const StoreCase& c) const override { return inner_.supports_store(c); }
   Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override {
     return inner_.run_store(c, backing);
   }
-  oracle::Profile declared_store_profile(const StoreCase& c) const override { return inner_.declared_store_profile(c); }
+  kvc::Profile declared_store_profile(const StoreCase& c) const override { return inner_.declared_store_profile(c); }
   Status run(const InsertCase& c, InsertOutputs& out) override {
     if (const testkit::Support s = inner_.supports(c); !s.supported) {
       unsupported_reason = s.reason;
@@ -306,7 +307,7 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
                                         : " --mutation " + std::string(oracle::mutation_name(config.mutation));
   const std::string backend_flags = config.backend_flags.empty() ? "" : " " + config.backend_flags;
   const std::string profile_flag =
-      config.profile == oracle::vllm_profile() ? "" : " --profile " + shell_quote(oracle::profile_name(config.profile));
+      config.profile == kvc::vllm_profile() ? "" : " --profile " + shell_quote(kvc::profile_name(config.profile));
   // Properties not applicable under the backend's profile are found in their first batch, reported
   // apart (PropertyStats::not_applicable) and not run again; the adaptive sizing shares the time
   // among the others.

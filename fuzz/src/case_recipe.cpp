@@ -7,7 +7,7 @@
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/cos_sin_cache.h"
 #include "kvc/oracle/storage16.h"
-#include "kvc/testkit/case_builder.h"
+#include "testkit/cases/case_builder.h"
 
 namespace kvc::fuzz {
 namespace {

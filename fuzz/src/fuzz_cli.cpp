@@ -8,8 +8,8 @@
 
 #include "kvc/fuzz/backend_choice.h"
 #include "kvc/fuzz/campaign.h"
-#include "kvc/oracle/profile.h"
-#include "kvc/testkit/case_file.h"
+#include "kvc/profile.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 
@@ -56,7 +56,7 @@ void add_backend_options(CLI::App* cmd, std::string* backend, std::string* kerne
 }
 
 BackendChoice backend_choice(const std::string& backend, const std::string& kernels, oracle::OracleMutation mutation,
-                             const oracle::Profile& profile) {
+                             const kvc::Profile& profile) {
   BackendChoice choice;
   if (!backend_kind_from_name(backend, &choice.kind))
     throw std::invalid_argument("unknown backend '" + backend + "' (oracle or device)");
@@ -149,7 +149,7 @@ int FuzzCommands::State::run_summarize() const {
 
 int FuzzCommands::State::run_replay() const {
   // The backend first: a device that cannot be had is reported before the file is read.
-  const BackendChoice choice = backend_choice(backend, kernels, oracle::OracleMutation::kNone, oracle::vllm_profile());
+  const BackendChoice choice = backend_choice(backend, kernels, oracle::OracleMutation::kNone, kvc::vllm_profile());
   std::unique_ptr<testkit::Backend> sut;
   if (choice.kind == BackendKind::kDevice) sut = make_backend(choice);
   if (choice.kind == BackendKind::kOracle && !kernels.empty()) (void)make_backend(choice);  // refuses
@@ -182,7 +182,7 @@ int FuzzCommands::State::run_campaign_command() {
   }
   if (!profile.empty()) {
     std::string error;
-    const std::optional<oracle::Profile> p = oracle::parse_profile(profile, &error);
+    const std::optional<kvc::Profile> p = kvc::parse_profile(profile, &error);
     if (!p) {
       std::fprintf(stderr, "%s: --profile '%s': %s\n", program.c_str(), profile.c_str(), error.c_str());
       return kExitUsage;
@@ -201,8 +201,8 @@ int FuzzCommands::State::run_campaign_command() {
   std::printf("%s run: %s, budget %.0f s, seeds from %llu, batches of %d cases%s\n", program.c_str(),
               sut->name().c_str(), config.seconds, static_cast<unsigned long long>(config.first_seed),
               config.batch_cases, config.adaptive ? " (adaptive)" : "");
-  if (config.profile != oracle::vllm_profile())
-    std::printf("oracle under test runs under profile `%s`\n", oracle::profile_name(config.profile).c_str());
+  if (config.profile != kvc::vllm_profile())
+    std::printf("oracle under test runs under profile `%s`\n", kvc::profile_name(config.profile).c_str());
   std::fflush(stdout);
   const auto summary = run_campaign(config, *sut, [](const std::string& line) {
     std::printf("%s\n", line.c_str());

@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "kvc/testkit/rule_breakers.h"
+#include "testkit/cases/rule_breakers.h"
 
 namespace kvc::fuzz {
 namespace {

@@ -1,4 +1,5 @@
 // properties.cpp: the property table (see properties.h).
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/properties.h"
 
 #include <algorithm>
@@ -11,13 +12,13 @@
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/record_codec.h"
 #include "kvc/oracle/ue8m0.h"
-#include "kvc/testkit/approx_rsqrt.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/policy_report.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/compare/approx_rsqrt.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/compare/policy_report.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -102,7 +103,7 @@ InsertCase without_kv_norm(const InsertCase& c) {
 }
 
 // Every policy but rsqrt: what decides the record bytes of a case without a norm row.
-bool same_record_policies(oracle::Profile a, oracle::Profile b) {
+bool same_record_policies(kvc::Profile a, kvc::Profile b) {
   a.rsqrt = b.rsqrt = RsqrtMode::kCorrectlyRounded;
   return a == b;
 }
@@ -118,8 +119,8 @@ bool same_record_policies(oracle::Profile a, oracle::Profile b) {
 // compares the oracle with itself and cannot fail; it exists for kernel backends (and mutants:
 // fuzz_mutation_test, fuzz_planted_defect_test, fuzz_profile_test).
 void differential(const PropertyInput& in, PropertyContext& ctx) {
-  const oracle::Profile declared = ctx.sut.declared_profile(in.c);
-  record(ctx.coverage, {"profile:" + oracle::profile_name(declared)});
+  const kvc::Profile declared = ctx.sut.declared_profile(in.c);
+  record(ctx.coverage, {"profile:" + kvc::profile_name(declared)});
   const bool approximate = declared.rsqrt == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty();
   if (approximate) record(ctx.coverage, {"rsqrt:approximate"});
   const testkit::BackendCheck check = testkit::check_backend_insert(ctx.sut, in.c);
@@ -318,7 +319,7 @@ void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
   const RecordFormat f = *format_of(c);
   if (f == RecordFormat::kBf16_512) return;
   const RecordLayout& l = layout_of(f);
-  const bool rotated = ctx.sut.declared_profile(c).rope == oracle::RopePolicy::kRotate;
+  const bool rotated = ctx.sut.declared_profile(c).rope == kvc::RopePolicy::kRotate;
   const InsertOutputs out = run_ok(c, in, ctx, "insert");
   const oracle::PagedCacheView v = testkit::view_of(c);
   const float fp8_scale = c.fp8_scale.present ? c.fp8_scale.load<float>(0) : 1.0f;
@@ -421,7 +422,7 @@ ProfileScope every_profile(std::string why) {
   return s;
 }
 
-ProfileScope only_where(std::string description, std::function<bool(const oracle::Profile&)> holds) {
+ProfileScope only_where(std::string description, std::function<bool(const kvc::Profile&)> holds) {
   ProfileScope s;
   s.description = std::move(description);
   s.holds = std::move(holds);
@@ -485,16 +486,16 @@ const std::vector<PropertySpec>& all_properties() {
          std::vector<std::string>{"format:packed584", "format:packed528", "scaled-block"}, scale_by_power_of_two, 1,
          only_where("amax floor `before` (under `after` every block with amax <= 448 * 2^-14 gets E = -13, "
                     "whatever its scaling)",
-                    [](const oracle::Profile& p) { return p.amax_floor == oracle::AmaxFloor::kBeforeDivide; })},
+                    [](const kvc::Profile& p) { return p.amax_floor == kvc::AmaxFloor::kBeforeDivide; })},
         {"negation-flips-sign", "negating kv flips only sign bits", kv_only, negation_required, negation_flips_sign, 1,
          only_where("Inf block `vllm` (under `sglang` a +-0 in a block holding +-Inf encodes as NaN whatever its "
                     "sign)",
-                    [](const oracle::Profile& p) { return p.inf_block == oracle::InfBlockInverse::kZero; })},
+                    [](const kvc::Profile& p) { return p.inf_block == kvc::InfBlockInverse::kZero; })},
         {"dequantization-bound", "dequantized codes are within half an e4m3 step of the input (or saturated)", kv_only,
          edges_and({"format:packed584", "format:packed528", "format:fp8_512"}), dequantization_bound, 1,
          only_where("rsqrt `rn` for a case with a norm row (the bound is taken from the correctly rounded norm; "
                     "the rope policy decides the input, every other policy keeps the bound)",
-                    [](const oracle::Profile& p) { return p.rsqrt == RsqrtMode::kCorrectlyRounded; })},
+                    [](const kvc::Profile& p) { return p.rsqrt == RsqrtMode::kCorrectlyRounded; })},
         {"invalid-rejected", "a case breaking one rule is rejected with its code and writes nothing", rule_breaking,
          invalid_required, invalid_rejected, 5, every_profile("validation does not depend on the profile")},
         {"decoder-total",
@@ -515,8 +516,8 @@ const PropertySpec* find_property(const std::string& name) {
   return nullptr;
 }
 
-oracle::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c) {
-  oracle::Profile p = sut.declared_profile(c);
+kvc::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c) {
+  kvc::Profile p = sut.declared_profile(c);
   if (testkit::norm_rows(c).empty()) p.rsqrt = RsqrtMode::kCorrectlyRounded;
   return p;
 }
@@ -524,19 +525,19 @@ oracle::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c)
 std::optional<std::string> not_applicable(const PropertySpec& property, const testkit::Backend& sut,
                                           const InsertCase& c) {
   const ProfileScope& scope = property.profiles;
-  const oracle::Profile p = judged_profile(sut, c);
+  const kvc::Profile p = judged_profile(sut, c);
   if (!scope.holds_under(p))
-    return "not applicable under " + oracle::profile_name(p) + " (" + property.name + " holds under " +
+    return "not applicable under " + kvc::profile_name(p) + " (" + property.name + " holds under " +
            scope.description + ")";
   if (scope.same_record_policies_across_ops && c.op == InsertOp::kKvOnly) {
-    const oracle::Profile kv = sut.declared_profile(without_kv_norm(c));
+    const kvc::Profile kv = sut.declared_profile(without_kv_norm(c));
     testkit::QuerySpec q;  // the dummy query: a backend declares per op, format and kv dtype
     q.heads = 1;
     q.padded_heads = 0;
-    const oracle::Profile legacy = sut.declared_profile(testkit::make_legacy_case(without_kv_norm(c), q));
+    const kvc::Profile legacy = sut.declared_profile(testkit::make_legacy_case(without_kv_norm(c), q));
     if (!same_record_policies(kv, legacy))
-      return "not applicable: the KV-only op declares " + oracle::profile_name(kv) + " and the legacy op " +
-             oracle::profile_name(legacy) + " (" + property.name + " holds under " + scope.description + ")";
+      return "not applicable: the KV-only op declares " + kvc::profile_name(kv) + " and the legacy op " +
+             kvc::profile_name(legacy) + " (" + property.name + " holds under " + scope.description + ")";
   }
   return std::nullopt;
 }

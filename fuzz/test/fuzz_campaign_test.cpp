@@ -22,9 +22,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/backend_choice.h"
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 namespace {

@@ -19,10 +19,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpu_test_support.h"
+#include "testkit/device/gpu_test_support.h"
 #include "kvc/fuzz/backend_choice.h"
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 namespace {

@@ -18,9 +18,9 @@
 #include <optional>
 #include <sstream>
 
-#include "gpu_test_support.h"
+#include "testkit/device/gpu_test_support.h"
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -40,7 +40,7 @@ class DeviceUnderFuzz final : public testkit::Backend {
   std::string name() const override { return device_.name(); }
   testkit::Support supports(const InsertCase& c) const override { return device_.supports(c); }
   RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override { return device_.rsqrt_mode(op, q_norm); }
-  oracle::Profile declared_profile(const InsertCase& c) const override { return device_.declared_profile(c); }
+  kvc::Profile declared_profile(const InsertCase& c) const override { return device_.declared_profile(c); }
   Status run(const InsertCase& c, InsertOutputs& out) override {
     if (const testkit::Support s = device_.supports(c); !s.supported) {
       ++discarded;

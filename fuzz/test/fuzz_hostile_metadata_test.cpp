@@ -29,10 +29,11 @@
 
 #include <rapidcheck.h>
 
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/checked_math.h"
 #include "kvc/fuzz/campaign.h"
 #include "kvc/oracle/kv_norm.h"
-#include "kvc/testkit/backing.h"
+#include "testkit/backends/backing.h"
 #include "kvc/validate.h"
 
 namespace kvc::fuzz {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
 namespace {

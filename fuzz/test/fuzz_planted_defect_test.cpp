@@ -11,10 +11,11 @@
 #include <memory>
 #include <set>
 
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/io/case_file.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {

@@ -20,12 +20,13 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
 #include "kvc/oracle/bf16.h"
-#include "kvc/testkit/approx_rsqrt.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/planted_backends.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/compare/approx_rsqrt.h"
+#include "testkit/io/case_file.h"
+#include "testkit/planted/planted_backends.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -35,14 +36,14 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
   return v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-oracle::Profile spec(const char* s) {
+kvc::Profile spec(const char* s) {
   std::string error;
-  const auto p = oracle::parse_profile(s, &error);
+  const auto p = kvc::parse_profile(s, &error);
   if (!p) throw std::invalid_argument(error);
   return *p;
 }
 
-oracle::OracleOptions under(const oracle::Profile& p) {
+oracle::OracleOptions under(const kvc::Profile& p) {
   oracle::OracleOptions o;
   o.profile = p;
   return o;
@@ -104,11 +105,11 @@ void expect_witness_fails_without_its_scope(const PropertySpec& p, testkit::Back
 // Runs `p` on the oracle under `profile`: it passes and covers its classes when its scope holds
 // there, else it is not applicable (no case, no failure, the reason naming the profile) and fails
 // once its scope is removed: on a generated case, or on `witness` when one is given.
-void check_scope_decides(const PropertySpec& p, const oracle::Profile& profile,
+void check_scope_decides(const PropertySpec& p, const kvc::Profile& profile,
                          const std::optional<PropertyInput>& witness = std::nullopt) {
   testkit::OracleBackend sut(under(profile));
   const PropertyOutcome o = run_property(p, sut, profile_run());
-  std::printf("%s under %s: %d cases in %.2f s%s%s\n", p.name.c_str(), oracle::profile_name(profile).c_str(), o.cases,
+  std::printf("%s under %s: %d cases in %.2f s%s%s\n", p.name.c_str(), kvc::profile_name(profile).c_str(), o.cases,
               o.seconds, o.not_applicable.empty() ? "" : ", ", o.not_applicable.c_str());
   if (p.profiles.holds_under(profile)) {
     ASSERT_TRUE(o.passed) << (o.failure ? o.failure->message : o.message)
@@ -123,7 +124,7 @@ void check_scope_decides(const PropertySpec& p, const oracle::Profile& profile,
   EXPECT_FALSE(o.passed) << "a property outside its profiles was reported as passed";
   EXPECT_FALSE(o.failure.has_value());
   EXPECT_EQ(o.cases, 0);
-  EXPECT_NE(o.not_applicable.find("not applicable under " + oracle::profile_name(profile)), std::string::npos)
+  EXPECT_NE(o.not_applicable.find("not applicable under " + kvc::profile_name(profile)), std::string::npos)
       << o.not_applicable;
   EXPECT_NE(o.not_applicable.find(p.profiles.description), std::string::npos) << o.not_applicable;
   if (witness)
@@ -135,7 +136,7 @@ void check_scope_decides(const PropertySpec& p, const oracle::Profile& profile,
 class UnderSglangStore : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(UnderSglangStore, HoldsOrIsNotApplicableAndWouldFail) {
-  check_scope_decides(*find_property(GetParam()), oracle::sglang_store_profile());
+  check_scope_decides(*find_property(GetParam()), kvc::sglang_store_profile());
 }
 
 std::vector<std::string> names() {
@@ -157,8 +158,8 @@ INSTANTIATE_TEST_SUITE_P(Fuzz, UnderSglangStore, ::testing::ValuesIn(names()),
 TEST(ProfileScope, SglangStoreExcludesSomePropertiesAndVllmNone) {
   int excluded = 0;
   for (const PropertySpec& p : all_properties()) {
-    EXPECT_TRUE(p.profiles.holds_under(oracle::vllm_profile())) << p.name << " excludes the contract's profile";
-    excluded += p.profiles.holds_under(oracle::sglang_store_profile()) ? 0 : 1;
+    EXPECT_TRUE(p.profiles.holds_under(kvc::vllm_profile())) << p.name << " excludes the contract's profile";
+    excluded += p.profiles.holds_under(kvc::sglang_store_profile()) ? 0 : 1;
     EXPECT_FALSE(p.profiles.description.empty()) << p.name << " does not say which profiles it holds under";
   }
   EXPECT_GE(excluded, 1);
@@ -259,24 +260,24 @@ TEST(ProfileScope, DequantizationBoundExcludesNormRowsUnderTheApproximateRsqrt) 
 // Runs the KV-only op under one profile and the legacy op under another, declaring each honestly.
 class TwoProfileOracle final : public testkit::Backend {
  public:
-  TwoProfileOracle(oracle::Profile kv_only, oracle::Profile legacy) : kv_(kv_only), legacy_(legacy) {}
+  TwoProfileOracle(kvc::Profile kv_only, kvc::Profile legacy) : kv_(kv_only), legacy_(legacy) {}
   std::string name() const override {
-    return "oracle[KV-only " + oracle::profile_name(kv_) + ", legacy " + oracle::profile_name(legacy_) + "]";
+    return "oracle[KV-only " + kvc::profile_name(kv_) + ", legacy " + kvc::profile_name(legacy_) + "]";
   }
   Status run(const InsertCase& c, InsertOutputs& out) override {
     return testkit::OracleBackend(under(c.op == InsertOp::kLegacy ? legacy_ : kv_)).run(c, out);
   }
-  oracle::Profile declared_profile(const InsertCase& c) const override {
+  kvc::Profile declared_profile(const InsertCase& c) const override {
     return c.op == InsertOp::kLegacy ? legacy_ : kv_;
   }
 
  private:
-  oracle::Profile kv_, legacy_;
+  kvc::Profile kv_, legacy_;
 };
 
 TEST(ProfileScope, KvOnlyEqualsLegacyNeedsBothOpsUnderTheSameRecordPolicies) {
   const PropertySpec& p = *find_property("kv-only-equals-legacy");
-  TwoProfileOracle sut(oracle::vllm_profile(), oracle::sglang_store_profile());
+  TwoProfileOracle sut(kvc::vllm_profile(), kvc::sglang_store_profile());
   const PropertyOutcome o = run_property(p, sut, profile_run(20));
   std::printf("%s\n", o.not_applicable.c_str());
   EXPECT_FALSE(o.passed);
@@ -287,12 +288,12 @@ TEST(ProfileScope, KvOnlyEqualsLegacyNeedsBothOpsUnderTheSameRecordPolicies) {
   ASSERT_FALSE(without.profiles.same_record_policies_across_ops);
   expect_fails_without_its_scope(p, sut);
   // The same profile on both ops (rsqrt aside: it concerns the legacy op's Q norm) applies.
-  TwoProfileOracle same(oracle::sglang_store_profile(), oracle::sglang_store_profile());
+  TwoProfileOracle same(kvc::sglang_store_profile(), kvc::sglang_store_profile());
   EXPECT_FALSE(not_applicable(p, same).has_value());
   // rsqrt alone never excludes.
-  oracle::Profile approx = oracle::vllm_profile();
+  kvc::Profile approx = kvc::vllm_profile();
   approx.rsqrt = RsqrtMode::kApproximate;
-  TwoProfileOracle rsqrt_only(oracle::vllm_profile(), approx);
+  TwoProfileOracle rsqrt_only(kvc::vllm_profile(), approx);
   EXPECT_FALSE(not_applicable(p, rsqrt_only).has_value());
 }
 
@@ -304,11 +305,11 @@ class PackedSglangOracle final : public testkit::Backend {
   Status run(const InsertCase& c, InsertOutputs& out) override {
     return testkit::OracleBackend(under(of(c))).run(c, out);
   }
-  oracle::Profile declared_profile(const InsertCase& c) const override { return of(c); }
+  kvc::Profile declared_profile(const InsertCase& c) const override { return of(c); }
 
  private:
-  static oracle::Profile of(const InsertCase& c) {
-    return format_of(c) == RecordFormat::kPacked584 ? oracle::sglang_store_profile() : oracle::vllm_profile();
+  static kvc::Profile of(const InsertCase& c) {
+    return format_of(c) == RecordFormat::kPacked584 ? kvc::sglang_store_profile() : kvc::vllm_profile();
   }
 };
 
@@ -329,7 +330,7 @@ TEST(ProfileScope, APerCaseProfileExcludesOnlyItsCases) {
 // ---- differential under any profile ----
 
 TEST(DifferentialUnderProfiles, SglangPoliciesDeclaredAsVllmFailNamingThePolicies) {
-  testkit::PlantedBackend sut(oracle::sglang_store_profile(), oracle::vllm_profile());
+  testkit::PlantedBackend sut(kvc::sglang_store_profile(), kvc::vllm_profile());
   const PropertyOutcome o = run_property(*find_property("differential"), sut, profile_run(60));
   ASSERT_FALSE(o.passed) << "differential passed a backend that follows sglang-store and declares vllm";
   ASSERT_TRUE(o.failure.has_value()) << o.message;
@@ -343,7 +344,7 @@ TEST(DifferentialUnderProfiles, SglangPoliciesDeclaredAsVllmFailNamingThePolicie
 }
 
 TEST(DifferentialUnderProfiles, TheSglangClampOrderIsNamedAsSuch) {
-  testkit::PlantedBackend sut(spec("clamp=sglang"), oracle::vllm_profile());
+  testkit::PlantedBackend sut(spec("clamp=sglang"), kvc::vllm_profile());
   const PropertyOutcome o = run_property(*find_property("differential"), sut, profile_run(120));
   ASSERT_FALSE(o.passed) << "differential passed a backend that encodes NaN as 0x7E";
   ASSERT_TRUE(o.failure.has_value()) << o.message;
@@ -354,7 +355,7 @@ TEST(DifferentialUnderProfiles, TheSglangClampOrderIsNamedAsSuch) {
 }
 
 TEST(DifferentialUnderProfiles, ABackendDeclaringItsSglangPoliciesPasses) {
-  testkit::PlantedBackend sut(oracle::sglang_store_profile(), oracle::sglang_store_profile());
+  testkit::PlantedBackend sut(kvc::sglang_store_profile(), kvc::sglang_store_profile());
   const PropertySpec& p = *find_property("differential");
   const PropertyOutcome o = run_property(p, sut, profile_run());
   ASSERT_TRUE(o.passed) << (o.failure ? o.failure->message : o.message);
@@ -369,7 +370,7 @@ TEST(ProfileCaseFiles, AFailureRecordsTheDeclaredProfileAndReplaysUnderIt) {
   CampaignConfig config;
   config.seconds = 60;
   config.properties = {"differential"};
-  config.profile = oracle::sglang_store_profile();
+  config.profile = kvc::sglang_store_profile();
   config.mutation = oracle::OracleMutation::kTiesAwayFromZero;
   config.stop_on_failure = true;
   config.corpus_dir = ::testing::TempDir() + "kvc-profile-corpus";
@@ -377,7 +378,7 @@ TEST(ProfileCaseFiles, AFailureRecordsTheDeclaredProfileAndReplaysUnderIt) {
   ASSERT_EQ(s.failure_files.size(), 1u) << "the mutant survived under sglang-store";
   auto file = testkit::read_json_file(s.failure_files[0]);
   EXPECT_EQ(file.at("case").at("profile"), "sglang-store");
-  EXPECT_EQ(testkit::case_profile_from_json(file.at("case")), oracle::sglang_store_profile());
+  EXPECT_EQ(testkit::case_profile_from_json(file.at("case")), kvc::sglang_store_profile());
   const std::optional<std::string> again = replay_case_file(file);
   ASSERT_TRUE(again.has_value()) << "the failure did not replay";
   EXPECT_NE(again->find("declared profile `sglang-store`"), std::string::npos) << *again;
@@ -393,7 +394,7 @@ TEST(ProfileCaseFiles, AFailureRecordsTheDeclaredProfileAndReplaysUnderIt) {
 }
 
 TEST(ProfileCaseFiles, APlantedMismatchReplaysAgainstTheBackendAndPassesOnTheOracle) {
-  testkit::PlantedBackend sut(oracle::sglang_store_profile(), oracle::vllm_profile());
+  testkit::PlantedBackend sut(kvc::sglang_store_profile(), kvc::vllm_profile());
   CampaignConfig config;
   config.seconds = 60;
   config.max_runs = 1;
@@ -417,7 +418,7 @@ TEST(ProfileCaseFiles, ReplayRefusesAPropertyNotApplicableUnderTheFilesProfile) 
   file["mutation"] = "none";
   file["aux"] = 0;
   file["case"] = testkit::case_to_json(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584),
-                                       oracle::sglang_store_profile());
+                                       kvc::sglang_store_profile());
   try {
     (void)replay_case_file(file);
     ADD_FAILURE() << "a negation case under sglang-store was replayed";
@@ -439,12 +440,12 @@ const PropertyStats& stats_of(const CampaignSummary& s, const std::string& name)
 
 // Two cheap planted properties (decoder-total's check): one for every profile, one for Inf block
 // `vllm` only.
-CampaignConfig planted_profile_campaign(const oracle::Profile& profile) {
+CampaignConfig planted_profile_campaign(const kvc::Profile& profile) {
   PropertySpec everywhere = *find_property("decoder-total");
   PropertySpec vllm_inf = everywhere;
   vllm_inf.name = "vllm-inf-only";
   vllm_inf.profiles.description = "Inf block `vllm` (planted)";
-  vllm_inf.profiles.holds = [](const oracle::Profile& p) { return p.inf_block == oracle::InfBlockInverse::kZero; };
+  vllm_inf.profiles.holds = [](const kvc::Profile& p) { return p.inf_block == kvc::InfBlockInverse::kZero; };
   CampaignConfig config;
   config.seconds = 600;
   config.max_rounds = 2;
@@ -455,7 +456,7 @@ CampaignConfig planted_profile_campaign(const oracle::Profile& profile) {
 }
 
 TEST(ProfileCampaign, ANotApplicablePropertyIsListedApartNeitherPassedNorAGap) {
-  const CampaignSummary s = run_campaign(planted_profile_campaign(oracle::sglang_store_profile()), print);
+  const CampaignSummary s = run_campaign(planted_profile_campaign(kvc::sglang_store_profile()), print);
   const std::string text = format_summary(s);
   std::printf("%s", text.c_str());
   EXPECT_EQ(s.backend, "oracle[profile:sglang-store]");
@@ -482,7 +483,7 @@ TEST(ProfileCampaign, ANotApplicablePropertyIsListedApartNeitherPassedNorAGap) {
 
 // Anti-vacuity: under the contract's profile the same property runs.
 TEST(ProfileCampaign, UnderVllmThePlantedPropertyRuns) {
-  const CampaignSummary s = run_campaign(planted_profile_campaign(oracle::vllm_profile()), print);
+  const CampaignSummary s = run_campaign(planted_profile_campaign(kvc::vllm_profile()), print);
   EXPECT_EQ(s.backend, "oracle");
   EXPECT_TRUE(stats_of(s, "vllm-inf-only").not_applicable.empty());
   EXPECT_GT(stats_of(s, "vllm-inf-only").cases, 0);
@@ -492,7 +493,7 @@ TEST(ProfileCampaign, UnderVllmThePlantedPropertyRuns) {
 
 // A summary written before profiles (no not_applicable fields) still reads: every property applied.
 TEST(ProfileCampaign, ASummaryWithoutProfileFieldsReads) {
-  const CampaignSummary s = run_campaign(planted_profile_campaign(oracle::vllm_profile()), print);
+  const CampaignSummary s = run_campaign(planted_profile_campaign(kvc::vllm_profile()), print);
   nlohmann::json j = s.to_json();
   for (auto& q : j.at("properties")) {
     q.erase("not_applicable");
@@ -512,7 +513,7 @@ TEST(ProfileCampaign, TheOracleRunsUnderTheCampaignsProfile) {
   config.batch_cases = 3;
   config.max_size = 5;
   config.properties = {"negation-flips-sign", "differential"};
-  config.profile = oracle::sglang_store_profile();
+  config.profile = kvc::sglang_store_profile();
   std::vector<std::string> lines;
   const CampaignSummary s = run_campaign(config, [&](const std::string& l) {
     lines.push_back(l);

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 
+#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
 
 namespace kvc::fuzz {
@@ -30,7 +31,7 @@ TEST_P(Property, HoldsAndCoversItsClasses) {
   oracle::OracleOptions options;
   if (const char* spec = std::getenv("KVC_FUZZ_PROFILE")) {
     std::string error;
-    const auto profile = oracle::parse_profile(spec, &error);
+    const auto profile = kvc::parse_profile(spec, &error);
     ASSERT_TRUE(profile.has_value()) << "KVC_FUZZ_PROFILE: " << error;
     options.profile = *profile;
   }

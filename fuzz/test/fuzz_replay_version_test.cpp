@@ -13,8 +13,8 @@
 #include <string>
 
 #include "kvc/fuzz/campaign.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/io/case_file.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::fuzz {
 namespace {

@@ -24,9 +24,9 @@
 #include <set>
 
 #include "kvc/oracle/stacked_ctx_kv.h"
-#include "kvc/testkit/case_builder.h"
-#include "kvc/testkit/stacked_ctx_kv_builder.h"
-#include "kvc/testkit/stacked_ctx_kv_diff.h"
+#include "testkit/cases/case_builder.h"
+#include "testkit/cases/stacked_ctx_kv_builder.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
 
 namespace kvc {
 namespace {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "kvc/golden/manifest_schema.h"
-#include "kvc/testkit/case_fields.h"
+#include "kvc/case_fields.h"
 
 namespace kvc::golden_generator {
 namespace {

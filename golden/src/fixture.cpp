@@ -9,8 +9,8 @@
 #include "kvc/contract.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/golden/sha256.h"
-#include "kvc/testkit/case_fields.h"
-#include "kvc/testkit/case_fields_io.h"
+#include "kvc/case_fields.h"
+#include "testkit/io/case_fields_io.h"
 
 namespace kvc::golden {
 namespace {

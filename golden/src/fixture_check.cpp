@@ -7,9 +7,9 @@
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
-#include "kvc/oracle/profile.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
+#include "kvc/profile.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
 
 namespace kvc::golden {
 namespace {
@@ -111,14 +111,14 @@ std::string compare_with_fixture(const Fixture& f, const InsertOutputs& actual, 
 FixtureCheck check_fixture(const Fixture& f, testkit::Backend& backend) {
   if (const testkit::Support s = backend.supports(f.c); !s.supported)
     return {Verdict::kSkipped, backend.name() + " does not support this case: " + s.reason};
-  oracle::Profile declared = backend.declared_profile(f.c);
+  kvc::Profile declared = backend.declared_profile(f.c);
   if (declared.rsqrt != RsqrtMode::kCorrectlyRounded && has_norm_rows(f.c))
     return {Verdict::kSkipped, backend.name() +
                                    " declares the approximate rsqrt for this case's norm rows; golden fixtures are "
                                    "byte-exact under the correctly rounded rsqrt (the oracle comparison judges it)"};
   declared.rsqrt = RsqrtMode::kCorrectlyRounded;
-  if (declared != oracle::vllm_profile())
-    return {Verdict::kSkipped, backend.name() + " declares profile " + oracle::profile_name(declared) +
+  if (declared != kvc::vllm_profile())
+    return {Verdict::kSkipped, backend.name() + " declares profile " + kvc::profile_name(declared) +
                                    "; golden fixtures hold the contract's default profile vllm"};
   InsertOutputs out = testkit::make_outputs(f.c, f.canary);
   const Status status = backend.run(f.c, out);

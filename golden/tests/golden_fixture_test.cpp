@@ -29,12 +29,12 @@
 #include "kvc/golden/fixture_check.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_fields.h"
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/planted_backends.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "kvc/case_fields.h"
+#include "testkit/io/case_file.h"
+#include "testkit/planted/planted_backends.h"
 
 namespace kvc {
 namespace {
@@ -150,19 +150,19 @@ TEST(FixturesCatch, TheOraclesPlantedMutants) {
 }
 
 TEST(FixturesCatch, EveryOtherPolicyDeclaredAsTheContracts) {
-  for (const oracle::Policy policy : oracle::kAllPolicies) {
-    if (policy == oracle::Policy::kRsqrt) continue;  // the oracle always rounds rsqrt correctly
-    const oracle::Profile runs = oracle::with_alternative(oracle::vllm_profile(), policy, 1);
-    testkit::PlantedBackend planted(runs, oracle::vllm_profile());
+  for (const kvc::Policy policy : kvc::kAllPolicies) {
+    if (policy == kvc::Policy::kRsqrt) continue;  // the oracle always rounds rsqrt correctly
+    const kvc::Profile runs = kvc::with_alternative(kvc::vllm_profile(), policy, 1);
+    testkit::PlantedBackend planted(runs, kvc::vllm_profile());
     const auto caught = differing_fixtures(planted);
-    std::printf("%-12s %s: %zu fixtures differ\n", std::string(oracle::policy_title(policy)).c_str(),
-                std::string(oracle::alternative_name(policy, 1)).c_str(), caught.size());
-    if (policy == oracle::Policy::kExponent)
+    std::printf("%-12s %s: %zu fixtures differ\n", std::string(kvc::policy_title(policy)).c_str(),
+                std::string(kvc::alternative_name(policy, 1)).c_str(), caught.size());
+    if (policy == kvc::Policy::kExponent)
       EXPECT_TRUE(caught.empty()) << "the exact exponent rule differs from the device log2f on a fixture, which "
                                      "docs/contract.md §2.3 rules out for 16-bit amax";
     else
-      EXPECT_FALSE(caught.empty()) << "no fixture tells " << oracle::policy_title(policy) << " "
-                                   << oracle::alternative_name(policy, 1) << " from the contract's";
+      EXPECT_FALSE(caught.empty()) << "no fixture tells " << kvc::policy_title(policy) << " "
+                                   << kvc::alternative_name(policy, 1) << " from the contract's";
   }
 }
 

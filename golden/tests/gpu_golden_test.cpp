@@ -12,7 +12,7 @@
 
 #include <filesystem>
 
-#include "gpu_test_support.h"
+#include "testkit/device/gpu_test_support.h"
 #include "kvc/golden/fixture.h"
 #include "kvc/golden/fixture_check.h"
 

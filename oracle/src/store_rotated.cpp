@@ -45,7 +45,7 @@ void store_rotated_row(const std::uint16_t* row16, DType dt, const PagedCacheVie
   for (int d = 0; d < kHeadDim; ++d) y[d] = widen16(row16[d], dt);
   const std::int64_t data = token_data_offset(view, slot);
   const std::int64_t scales = token_scale_offset(view, slot);
-  const ScaleRules rules = o.profile.scale_rules();
+  const ScaleRules rules = scale_rules_of(o.profile);
   for (int k = 0; k < l.scale_blocks; ++k) {
     const float* block = y + k * l.quant_block_dims;
     const BlockScale s = block_scale(block, l.quant_block_dims, rules);

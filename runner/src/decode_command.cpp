@@ -6,14 +6,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "kvc/cases/registry.h"
+#include "testkit/cases/registry.h"
 #include "kvc/golden/fixture.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/case_file.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/io/case_file.h"
 #include "run_report.h"
 
 namespace kvc::runner {
@@ -89,7 +89,7 @@ Decoded DecodeCommand::State::load() const {
     d.c = testkit::case_from_json(cj);
     oracle::OracleOptions o;
     o.profile = testkit::case_profile_from_json(cj);
-    d.source = "case file " + file + ": the oracle's bytes under profile `" + oracle::profile_name(o.profile) + "`";
+    d.source = "case file " + file + ": the oracle's bytes under profile `" + kvc::profile_name(o.profile) + "`";
     InsertOutputs out = testkit::make_outputs(d.c);
     if (const Status s = testkit::OracleBackend(o).run(d.c, out); !s.ok())
       throw std::runtime_error("the oracle rejects the case: " + s.ToString());

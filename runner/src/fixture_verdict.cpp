@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "kvc/golden/fixture_check.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/mismatch_classes.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/mismatch_classes.h"
 
 namespace kvc::runner {
 
@@ -21,7 +21,7 @@ void judge_fixture(const golden::Fixture& f, RecordingBackend& recorder, CheckRe
     std::vector<std::uint8_t> expected = initial.cache;
     std::copy(f.expected_cache.begin(), f.expected_cache.end(), expected.begin());
     if (recorder.last().cache.size() == expected.size())
-      r.classes = testkit::classify_insert_mismatches(f.c, oracle::vllm_profile(), initial.cache, expected,
+      r.classes = testkit::classify_insert_mismatches(f.c, kvc::vllm_profile(), initial.cache, expected,
                                                       recorder.last().cache);
   }
 }

@@ -7,18 +7,19 @@
 #include <filesystem>
 #include <sstream>
 
-#include "kvc/cases/registry.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/cases/registry.h"
 #include "kvc/golden/fixture.h"
 #include "kvc/golden/fixture_check.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/device_backend.h"
-#include "kvc/testkit/device_buffers.h"
-#include "kvc/testkit/kernel_library.h"
-#include "kvc/testkit/mismatch_classes.h"
-#include "kvc/testkit/policy_report.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/device/device_backend.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/kernel_library.h"
+#include "testkit/compare/mismatch_classes.h"
+#include "testkit/compare/policy_report.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
 #include "kvc/validate.h"
 #include "fixture_verdict.h"
 #include "recording_backend.h"
@@ -47,7 +48,7 @@ void record_damage(CheckResult& r, const std::string& what) {
 
 // One case against the oracle under the declared profile, through the profile checker; the
 // bytes of a failure are classified.
-void check_insert(testkit::DeviceBackend& device, const std::optional<oracle::Profile>& profile, const InsertCase& c,
+void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const InsertCase& c,
                   bool repeat, CheckResult& r) {
   RecordingBackend recorder(device, profile);
   try {
@@ -55,7 +56,7 @@ void check_insert(testkit::DeviceBackend& device, const std::optional<oracle::Pr
     if (!result.passed) {
       fail(r, result.text);
       if (result.oracle_status.ok() && result.backend_status.ok()) {
-        const oracle::Profile declared = recorder.declared_profile(c);
+        const kvc::Profile declared = recorder.declared_profile(c);
         const InsertOutputs initial = testkit::make_outputs(c);
         InsertOutputs expected = initial;
         oracle::OracleOptions o;

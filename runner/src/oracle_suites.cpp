@@ -6,18 +6,18 @@
 #include <filesystem>
 #include <sstream>
 
-#include "kvc/cases/registry.h"
+#include "testkit/cases/registry.h"
 #include "kvc/golden/fixture.h"
 #include "kvc/golden/fixture_check.h"
 #include "kvc/oracle/parallel_rows.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backend.h"
-#include "kvc/testkit/backing.h"
-#include "kvc/testkit/backing_diff.h"
-#include "kvc/testkit/mismatch_classes.h"
-#include "kvc/testkit/planted_defects.h"
-#include "kvc/testkit/rule_breakers.h"
-#include "kvc/testkit/small_cases.h"
+#include "testkit/backends/oracle_backend.h"
+#include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/compare/mismatch_classes.h"
+#include "testkit/planted/planted_defects.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
 #include "fixture_verdict.h"
 #include "recording_backend.h"
 #include "stopwatch.h"
@@ -259,7 +259,7 @@ void checker_suite(const RunOptions& options, const RunSink& sink) {
       fail(r, planted.name() + " wrote the oracle's bytes: the comparator has nothing to catch");
     } else {
       const testkit::MismatchClassification m =
-          testkit::classify_insert_mismatches(c, oracle::vllm_profile(), initial.cache, expected.cache, actual.cache);
+          testkit::classify_insert_mismatches(c, kvc::vllm_profile(), initial.cache, expected.cache, actual.cache);
       if (m.count(want) == 0 || m.count(want) != m.total_sites())
         fail(r, planted.name() + ": expected every site to be " + std::string(testkit::mismatch_class_name(want)) +
                     ", got " + m.summary_line() + "\n" + m.report());

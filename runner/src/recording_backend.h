@@ -8,13 +8,13 @@
 #include <optional>
 #include <string>
 
-#include "kvc/testkit/backend.h"
+#include "testkit/backends/backend.h"
 
 namespace kvc::runner {
 
 class RecordingBackend final : public testkit::Backend {
  public:
-  RecordingBackend(testkit::Backend& inner, std::optional<oracle::Profile> profile = std::nullopt)
+  RecordingBackend(testkit::Backend& inner, std::optional<kvc::Profile> profile = std::nullopt)
       : inner_(inner), profile_(profile) {}
   std::string name() const override { return inner_.name(); }
   testkit::Support supports(const InsertCase& c) const override { return inner_.supports(c); }
@@ -28,14 +28,14 @@ class RecordingBackend final : public testkit::Backend {
     if (profile_) return profile_->rsqrt;
     return inner_.rsqrt_mode(op, q_norm);
   }
-  oracle::Profile declared_profile(const InsertCase& c) const override {
+  kvc::Profile declared_profile(const InsertCase& c) const override {
     return profile_ ? *profile_ : inner_.declared_profile(c);
   }
   const InsertOutputs& last() const { return last_; }
 
  private:
   testkit::Backend& inner_;
-  std::optional<oracle::Profile> profile_;
+  std::optional<kvc::Profile> profile_;
   InsertOutputs last_;
 };
 

@@ -11,7 +11,7 @@
 #include "junit_xml.h"
 #include "kernel_suites.h"
 #include "kvc/oracle/options.h"
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "oracle_suites.h"
 #include "run_options.h"
 #include "run_report.h"
@@ -144,7 +144,7 @@ RunOptions RunCommand::State::options() const {
   o.max_tokens = max_tokens;
   if (!profile.empty()) {
     std::string error;
-    o.profile = oracle::parse_profile(profile, &error);
+    o.profile = kvc::parse_profile(profile, &error);
     if (!o.profile) throw std::invalid_argument("--profile '" + profile + "': " + error);
   }
   if (!oracle::mutation_from_name(oracle_mutation, &o.oracle_mutation))
@@ -204,7 +204,7 @@ int RunCommand::execute() {
   const Stopwatch clock;
   RunReport report;
   report.cpu_only = options.cpu_only;
-  report.profile = options.profile ? oracle::profile_name(*options.profile) : "declared by the library";
+  report.profile = options.profile ? kvc::profile_name(*options.profile) : "declared by the library";
   std::unique_ptr<KernelSession> session;
   if (options.cpu_only) {
     report.kernels_skipped_reason = "--cpu-only was given";

@@ -11,7 +11,7 @@
 #include "kvc/contract.h"
 #include "kvc/insert_case.h"
 #include "kvc/oracle/options.h"
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "run_report.h"
 
 namespace kvc::runner {
@@ -35,7 +35,7 @@ struct RunOptions {
   std::vector<RecordFormat> formats;       // empty: all
   std::vector<std::string> suites;         // empty: all
   std::int64_t max_tokens = 0;             // 0: no limit (the oracle's registry checks: kOracleRegistryMaxTokens)
-  std::optional<oracle::Profile> profile;  // kernels compared under it instead of their declaration
+  std::optional<kvc::Profile> profile;  // kernels compared under it instead of their declaration
   std::string kernels;                     // "" : KVC_KERNELS when set, else ours
   bool cpu_only = false;
   std::string fixtures_dir;

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kvc/testkit/mismatch_classes.h"
+#include "testkit/compare/mismatch_classes.h"
 
 namespace kvc::runner {
 

@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvc/testkit/case_file.h"
+#include "testkit/io/case_file.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kvc/testkit/case_file.h"
-#include "kvc/testkit/device_buffers.h"
+#include "testkit/io/case_file.h"
+#include "testkit/device/device_buffers.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "kvc/testkit/device_buffers.h"
+#include "testkit/device/device_buffers.h"
 
 int main() {
   const std::string why = kvc::testkit::cuda_device_unavailable();

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "kvc/oracle/options.h"
-#include "kvc/oracle/profile.h"
-#include "kvc/testkit/backend.h"
+#include "kvc/profile.h"
+#include "testkit/backends/backend.h"
 
 namespace kvc::fuzz {
 
@@ -33,7 +33,7 @@ struct BackendChoice {
   BackendKind kind = BackendKind::kOracle;
   std::string kernels;                                              // device: library path; empty: KVC_KERNELS or ours
   oracle::OracleMutation mutation = oracle::OracleMutation::kNone;  // oracle only
-  oracle::Profile profile = oracle::vllm_profile();                 // oracle only (a library declares its own)
+  kvc::Profile profile = kvc::vllm_profile();                 // oracle only (a library declares its own)
 };
 
 class BackendUnavailable : public std::runtime_error {

@@ -20,7 +20,7 @@
 
 #include "kvc/fuzz/campaign_summary.h"
 #include "kvc/fuzz/properties.h"
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "kvc/oracle/options.h"
 
 namespace kvc::fuzz {
@@ -112,7 +112,7 @@ struct CampaignConfig {
   oracle::OracleMutation mutation = oracle::OracleMutation::kNone;
   // The implementation profile (docs/contract.md §6) of the oracle under test when the backend is
   // the oracle; a device backend's profile is the one its library declares.
-  oracle::Profile profile = oracle::vllm_profile();
+  kvc::Profile profile = kvc::vllm_profile();
   bool stop_on_failure = false;
   std::string program = "kvconform-fuzz";  // for the reproduce lines
   // How the reproduce lines select the backend under test ("--backend device --kernels x.so");

@@ -26,9 +26,9 @@
 
 #include "kvc/fuzz/case_recipe.h"
 #include "kvc/fuzz/generators.h"
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/testkit/backend.h"
+#include "testkit/backends/backend.h"
 
 namespace kvc::fuzz {
 
@@ -38,7 +38,7 @@ struct FailureRecord {
   std::string message;
   // The profile the backend declared for the input: the one its expectations hold under, which
   // the case file records (docs/contract.md §6.5).
-  oracle::Profile profile = oracle::vllm_profile();
+  kvc::Profile profile = kvc::vllm_profile();
 };
 
 // The record codec entry points decoder-total exercises. Null members mean the oracle's own;
@@ -60,13 +60,13 @@ struct PropertyContext {
 struct ProfileScope {
   std::string description = "every profile";
   // On the profile a case is judged under (judged_profile()); null: every profile.
-  std::function<bool(const oracle::Profile&)> holds;
+  std::function<bool(const kvc::Profile&)> holds;
   // The property runs each problem through both ops and compares their records: it also needs the
   // legacy op to declare the KV-only op's record policies (every policy but rsqrt, which concerns
   // the legacy op's Q norm only).
   bool same_record_policies_across_ops = false;
 
-  bool holds_under(const oracle::Profile& p) const { return !holds || holds(p); }
+  bool holds_under(const kvc::Profile& p) const { return !holds || holds(p); }
 };
 
 struct PropertySpec {
@@ -88,7 +88,7 @@ const PropertySpec* find_property(const std::string& name);
 
 // The profile a property is judged under for case c: what `sut` declares for it, with the rsqrt
 // policy taken as `rn` when c has no norm row (the policy changes no byte of such a case, §6.1).
-oracle::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c);
+kvc::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c);
 
 // Why `property` does not apply to case c on `sut`: "not applicable under sglang-store (holds
 // under: ...)". Nothing when it applies.

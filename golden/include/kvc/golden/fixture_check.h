@@ -12,7 +12,7 @@
 #include <string>
 
 #include "kvc/golden/fixture.h"
-#include "kvc/testkit/backend.h"
+#include "testkit/backends/backend.h"
 
 namespace kvc::golden {
 

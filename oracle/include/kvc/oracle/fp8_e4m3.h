@@ -19,6 +19,7 @@
 
 #include "kvc/contract.h"
 #include "kvc/oracle/float_bits.h"
+#include "kvc/profile.h"
 
 namespace kvc::oracle {
 
@@ -81,13 +82,6 @@ inline float clamp_fp8_range(float x) {
 }
 
 inline std::uint8_t e4m3_encode(float x) { return e4m3_encode_raw(clamp_fp8_range(x)); }
-
-// The order of the clamp's min and max, an implementation policy (docs/contract.md §6.1): it
-// decides where NaN lands, and nothing else (the two orders agree on every other input).
-enum class ClampOrder : std::uint8_t {
-  kMaxThenMin = 0,  // fminf(fmaxf(v, -448), 448): NaN -> -448 -> 0xFE (the contract, profile vllm)
-  kMinThenMax = 1,  // fmaxf(fminf(v, 448), -448): fminf returns 448 for NaN -> 0x7E (SGLang)
-};
 
 inline float clamp_fp8_range(float x, ClampOrder order) {
   if (order == ClampOrder::kMaxThenMin) return clamp_fp8_range(x);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kvc/oracle/profile.h"
+#include "kvc/profile.h"
 #include "kvc/validate.h"
 
 namespace kvc::oracle {

@@ -13,9 +13,9 @@
 
 #include <cstdint>
 
-namespace kvc::oracle {
+#include "kvc/profile.h"
 
-enum class ExponentRule : std::uint8_t { kDeviceLog2f = 0, kExact = 1 };
+namespace kvc::oracle {
 
 // E for a positive q. Returns +Inf for q = +Inf (a block holding an Inf). Float-valued because the
 // kernels carry E as a float and because of that Inf.
@@ -28,24 +28,14 @@ float ue8m0_decode(std::uint8_t byte);
 // 2^-E exactly (0 for E = +Inf).
 float inverse_scale(float exponent);
 
-// Where the 1e-4 floor applies, a profile policy (docs/contract.md §6.1).
-enum class AmaxFloor : std::uint8_t {
-  kBeforeDivide = 0,  // q = fl(max(amax, 1e-4) / 448): the contract (profile vllm)
-  kAfterDivide = 1,   // q = max(fl(amax / 448), 1e-4): differs when fl(amax / 448) <= 2^-14
-};
-
-// The inverse scale of a block holding +-Inf (E = +Inf, scale byte 0xFF), a profile policy.
-enum class InfBlockInverse : std::uint8_t {
-  kZero = 0,              // inv = 2^-E = 0: finite elements -> +-0, the Inf -> NaN (the contract)
-  kNegativeInfinity = 1,  // inv = -Inf (bits 0xFF800000, 2^-E built from the bits of E = 128): SGLang
-};
-
 // The scale rules a profile chooses; the default is the contract's.
 struct ScaleRules {
   ExponentRule exponent = ExponentRule::kDeviceLog2f;
   AmaxFloor amax_floor = AmaxFloor::kBeforeDivide;
   InfBlockInverse inf_block = InfBlockInverse::kZero;
 };
+// The scale rules of a profile.
+inline ScaleRules scale_rules_of(const Profile& p) { return ScaleRules{p.exponent, p.amax_floor, p.inf_block}; }
 
 // One quantization block's scale, from the values it will quantize.
 struct BlockScale {

@@ -1,0 +1,56 @@
+// stacked_ctx_kv_registry.h: the stacked context-KV scenarios, one table shared by the suites.
+//
+//  - stacked_upstream_matrix(): the upstream parity test's shape (head_dim 64, 2 KV heads, 4 Q
+//    heads, hidden 128, 4 layers, 5 tokens, positions 0..4, eps 1e-6, base 10000, max_pos 4096) in
+//    fp16, bf16 and fp16 with bias as upstream, plus bf16 with bias, and each with a cache_loc
+//    that skips every other token: small enough for the oracle on every token, CPU and GPU.
+//  - stacked_production_matrix(): production-like shapes (head_dim 128, 8 KV heads, 32 Q heads,
+//    hidden 4096, 1 to 8 layers, 1 to 8192 tokens), fp16 and bf16, with and without bias, with -1
+//    entries. The GPU suite runs them; the oracle checks sample_tokens() of the large ones.
+//  - stacked_eligibility_matrix(): the upstream fallback cases (a quantized layer 1 of 3, eps
+//    1e-6 vs 1e-5 over 2 layers, a bias on layer 0 only of 2) and the conditions the original
+//    did not check (head_dim, kv heads, dtype, rotary table differing at one layer).
+// Adding a scenario is one line in stacked_ctx_kv_registry.cpp.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kvc/stacked_ctx_kv_eligibility.h"
+#include "testkit/cases/stacked_ctx_kv_builder.h"
+
+namespace kvc::cases {
+
+struct StackedSpec {
+  std::string name;  // "Upstream_Fp16_Bias", "Prod_L8_T8192_Bf16_Bias_Skip7"
+  testkit::StackedCtxKvShape shape;
+  // Tokens above which the oracle checks sample_tokens() only (its projection is a sequential fma
+  // chain per element: about 3 * 10^8 a second).
+  bool sampled() const;
+};
+inline std::ostream& operator<<(std::ostream& os, const StackedSpec& s) { return os << s.name; }
+
+inline constexpr std::int64_t kStackedOracleFullTokens = 64;
+inline constexpr int kStackedSampledRandomTokens = 3;
+
+// The upstream parity test's shape in `dtype` (fp16 or bf16).
+testkit::StackedCtxKvShape upstream_stacked_shape(DType dtype, bool bias);
+
+const std::vector<StackedSpec>& stacked_upstream_matrix();
+const std::vector<StackedSpec>& stacked_production_matrix();
+
+struct EligibilityScenario {
+  std::string name;  // "QuantizedLayer1Of3"
+  testkit::StackedCtxKvShape shape;
+  StackedIneligibility reason;
+  int layer;
+  bool upstream;  // one of the original test's three
+};
+inline std::ostream& operator<<(std::ostream& os, const EligibilityScenario& s) { return os << s.name; }
+
+const std::vector<EligibilityScenario>& stacked_eligibility_matrix();
+// The scenario's case: shape, then make_ineligible(reason, layer).
+StackedCtxKvCase build_eligibility_case(const EligibilityScenario& s);
+
+}  // namespace kvc::cases

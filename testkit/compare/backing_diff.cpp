@@ -1,0 +1,131 @@
+// backing_diff.cpp: whole-backing diff and report (see backing_diff.h).
+#include "testkit/compare/backing_diff.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace kvc::testkit {
+namespace {
+
+bool is_record_field(oracle::Field f) {
+  return f == oracle::Field::kFp8Code || f == oracle::Field::kValue16 || f == oracle::Field::kScale ||
+         f == oracle::Field::kScalePad || f == oracle::Field::kRowGap;
+}
+
+std::string describe_location(const ByteMismatch& m, const oracle::PagedCacheView& v) {
+  const oracle::ByteLocation& l = m.location;
+  std::ostringstream s;
+  s << "offset " << m.offset;
+  if (l.field == oracle::Field::kOutsideCache) {
+    s << " [outside the cache view: guard zone or before the first page]";
+    return s.str();
+  }
+  s << " page " << l.page;
+  if (l.field == oracle::Field::kPagePadding) {
+    s << " [page padding, byte " << (m.offset - v.page_offset(l.page)) << " of the page]";
+    return s.str();
+  }
+  s << " token " << l.index_in_page << " (slot " << l.slot << ")";
+  s << " [" << oracle::field_name(l.field);
+  if (l.dim >= 0) s << " dim " << l.dim;
+  if (l.field == oracle::Field::kValue16) s << (l.byte_in_value ? " high byte" : " low byte");
+  if (l.scale_block >= 0) s << " block " << l.scale_block;
+  s << "]";
+  if (m.foreign_slot) s << " FOREIGN SLOT (not addressed by the case)";
+  return s.str();
+}
+
+}  // namespace
+
+std::string mismatch_class(const ByteMismatch& m) {
+  if (m.foreign_slot) return "foreign slot";
+  return std::string(oracle::field_name(m.location.field));
+}
+
+DiffReport diff_backings(const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
+                         const oracle::PagedCacheView& view, const std::set<std::int64_t>& addressed_slots) {
+  DiffReport r;
+  r.size_mismatch = expected.size() != actual.size();
+  const std::size_t n = std::min(expected.size(), actual.size());
+  r.compared_bytes = static_cast<std::int64_t>(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (expected[i] == actual[i]) continue;
+    ByteMismatch m;
+    m.offset = static_cast<std::int64_t>(i);
+    m.expected = expected[i];
+    m.actual = actual[i];
+    m.location = oracle::locate(view, m.offset);
+    m.foreign_slot = is_record_field(m.location.field) && addressed_slots.count(m.location.slot) == 0;
+    ++r.mismatch_count;
+    ++r.count_by_class[mismatch_class(m)];
+    if (r.first.size() < DiffReport::kShown) {
+      r.first.push_back(m);
+    } else {
+      r.last.push_back(m);
+      if (r.last.size() > DiffReport::kShown) r.last.erase(r.last.begin());
+    }
+  }
+  return r;
+}
+
+std::string format_report(const DiffReport& r, const std::vector<std::uint8_t>& expected,
+                          const std::vector<std::uint8_t>& actual, const oracle::PagedCacheView& view,
+                          const ReportContext& ctx) {
+  std::ostringstream s;
+  s << ctx.actual_name << " vs " << ctx.expected_name << ": " << layout_of(view.format).name << ", " << view.num_blocks
+    << " pages x " << view.block_size << " tokens, page stride " << view.page_stride_bytes << " B";
+  if (!ctx.case_description.empty()) s << ", " << ctx.case_description;
+  s << "\n";
+  if (r.size_mismatch) s << "  backing sizes differ: " << expected.size() << " vs " << actual.size() << " bytes\n";
+  char pct[32];
+  std::snprintf(
+      pct, sizeof pct, "%.4f",
+      r.compared_bytes ? 100.0 * static_cast<double>(r.mismatch_count) / static_cast<double>(r.compared_bytes) : 0.0);
+  s << "  " << r.mismatch_count << " mismatching bytes (" << pct << "% of " << r.compared_bytes << ")\n";
+  for (const auto& [cls, count] : r.count_by_class) s << "    " << cls << ": " << count << "\n";
+  auto line = [&](const ByteMismatch& m) {
+    char bytes[64];
+    std::snprintf(bytes, sizeof bytes, "expected 0x%02x actual 0x%02x", m.expected, m.actual);
+    s << "  " << describe_location(m, view) << ": " << bytes;
+    if (is_record_field(m.location.field) && m.location.field != oracle::Field::kRowGap) {
+      s << "\n      expected " << oracle::describe_field(expected, view, m.location, ctx.fp8_scale)
+        << "\n      actual   " << oracle::describe_field(actual, view, m.location, ctx.fp8_scale);
+    }
+    s << "\n";
+  };
+  for (const ByteMismatch& m : r.first) line(m);
+  if (!r.last.empty()) {
+    if (r.mismatch_count > static_cast<std::int64_t>(r.first.size() + r.last.size())) s << "  ...\n";
+    for (const ByteMismatch& m : r.last) line(m);
+  }
+  if (!ctx.reproduce.empty()) s << "  reproduce: " << ctx.reproduce << "\n";
+  return s.str();
+}
+
+oracle::PagedCacheView view_of(const InsertCase& c) {
+  const auto f = format_of(c);
+  return oracle::PagedCacheView::of(c.cache, f ? *f : RecordFormat::kPacked584, c.kv.meta.dtype);
+}
+
+std::set<std::int64_t> addressed_slots(const InsertCase& c) {
+  std::set<std::int64_t> slots;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    const std::int64_t s = c.slots.load<std::int64_t>(t);
+    if (s >= 0) slots.insert(s);
+  }
+  return slots;
+}
+
+DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_t>& expected,
+                              const std::vector<std::uint8_t>& actual) {
+  return diff_backings(expected, actual, view_of(c), addressed_slots(c));
+}
+
+std::string format_case_report(const InsertCase& c, const DiffReport& report, const std::vector<std::uint8_t>& expected,
+                               const std::vector<std::uint8_t>& actual, ReportContext context) {
+  if (c.fp8_scale.present) context.fp8_scale = c.fp8_scale.load<float>(0);
+  return format_report(report, expected, actual, view_of(c), context);
+}
+
+}  // namespace kvc::testkit

@@ -1,0 +1,69 @@
+// gpu_test_support.h: what every GPU test shares.
+//
+// - KVC_REQUIRE_CUDA_DEVICE(): the first statement of every GPU test. Without a usable CUDA
+//   device the test is skipped with the reason (CI compiles the GPU suite but has no GPU; ctest
+//   reports these tests as skipped, never as passed).
+// - kernel_library(): the library under test, loaded once per program: KVC_KERNELS=path.so when
+//   set, else our kernels. A library that fails to load fails the test (it is not a skip).
+// - KVC_REQUIRE_SUPPORT(backend, case): skips a case the library declares it does not implement.
+// - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
+//   under the approximate-rsqrt acceptance when the library declares that mode for the case.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kvc/insert_case.h"
+#include "testkit/device/device_backend.h"
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/kernel_library.h"
+
+#define KVC_REQUIRE_CUDA_DEVICE()                                                       \
+  do {                                                                                  \
+    const std::string kvc_no_device_reason = ::kvc::testkit::cuda_device_unavailable(); \
+    if (!kvc_no_device_reason.empty()) GTEST_SKIP() << kvc_no_device_reason;            \
+  } while (0)
+
+#define KVC_REQUIRE_SUPPORT(backend, c)                                \
+  do {                                                                 \
+    const ::kvc::testkit::Support kvc_support = (backend).supports(c); \
+    if (!kvc_support.supported) GTEST_SKIP() << kvc_support.reason;    \
+  } while (0)
+
+namespace kvc::gpu {
+
+// Loaded on first use; prints which library runs.
+const testkit::KernelLibrary& kernel_library();
+
+// A backend over kernel_library() for one test. Damage is recorded, not thrown, so that a test
+// can assert on it and print every damaged buffer (expect_clean).
+testkit::DeviceBackend make_backend(testkit::DeviceBackendOptions options = {});
+
+// Guard zones intact and inputs unchanged in the backend's last call.
+::testing::AssertionResult clean(const testkit::DeviceBackend& backend);
+
+// The rsqrt mode the library declares for this case's norm rows (legacy: its Q-norm, KV-only: its
+// fused kv_norm).
+RsqrtMode declared_mode(const testkit::DeviceBackend& backend, const InsertCase& c);
+
+// Cache backing and q output equal the oracle's (`expected`) byte for byte, or, when `mode` is
+// the approximation, row by row within the contract's window on r. The failure message decodes
+// the first differing bytes (page, slot, field; q token, head, dim).
+::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected,
+                                          const InsertOutputs& actual, RsqrtMode mode, const std::string& description);
+
+// Two device runs of one case must write identical bytes (no dependence on timing or grid).
+::testing::AssertionResult identical_runs(const InsertCase& c, const InsertOutputs& first, const InsertOutputs& second,
+                                          const std::string& first_name, const std::string& second_name);
+
+// "q_out byte 1234: token 0 head 2 dim 105 (expected 0x12, actual 0x34)" for the first
+// difference, or "" when equal.
+std::string first_q_out_difference(const InsertCase& c, const std::vector<std::uint8_t>& expected,
+                                   const std::vector<std::uint8_t>& actual);
+
+// Oracle outputs of a case (asserting it is accepted).
+InsertOutputs oracle_outputs(const InsertCase& c);
+
+}  // namespace kvc::gpu

@@ -1,0 +1,260 @@
+// stacked_ctx_kv_device.cpp: stacked context-KV cases through the kernel ABI (see stacked_ctx_kv_device.h).
+#include "testkit/device/stacked_ctx_kv_device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <deque>
+
+#include "kvc/stacked_ctx_kv_eligibility.h"
+#include "kvc/stacked_ctx_kv_validate.h"
+#include "testkit/device/device_backend.h"
+
+namespace kvc::testkit {
+namespace {
+
+constexpr std::size_t kErrorCapacity = 1024;
+
+template <typename T>
+std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<std::uint8_t> b(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// The guarded device buffers of one call and the DLTensors over them.
+class Call {
+ public:
+  explicit Call(int device) : device_(device) {}
+
+  // `bytes` must outlive the call (they are what the buffer is checked against afterwards).
+  std::size_t add(std::string name, const std::vector<std::uint8_t>& bytes, bool is_input) {
+    buffers_.push_back(Buffer{GuardedDeviceBuffer(std::move(name), bytes), &bytes, is_input});
+    return buffers_.size() - 1;
+  }
+  const DLTensor* view(std::size_t buffer, const TensorMeta& meta) {
+    if (meta.sizes.size() != meta.strides.size() || meta.offset_bytes < 0 || dtype_size(meta.dtype) == 0)
+      throw KernelCallError(
+          "a DLTensor cannot express this metadata (sizes and strides of different lengths, a "
+          "negative offset or an unknown dtype): such a case is rejected by the host validation");
+    View& v = views_.emplace_back();
+    v.shape = meta.sizes;
+    v.strides = meta.strides;
+    v.tensor.data = buffers_[buffer].device.payload();
+    v.tensor.device = DLDevice{kDLCUDA, device_ + meta.device};
+    v.tensor.ndim = static_cast<std::int32_t>(meta.sizes.size());
+    v.tensor.dtype = dl_dtype(meta.dtype);
+    v.tensor.shape = v.shape.data();
+    v.tensor.strides = v.strides.data();
+    v.tensor.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
+    return &v.tensor;
+  }
+  const DLTensor* input(const std::string& name, const HostTensor& t) {
+    if (!t.present) return nullptr;
+    return view(add(name, t.bytes, true), t.meta);
+  }
+  std::vector<std::uint8_t> payload(std::size_t buffer) { return std::move(contents_[buffer].payload); }
+
+  void download_and_check(bool rejected, std::vector<BufferDamage>* damage) {
+    contents_.clear();
+    for (const Buffer& b : buffers_) {
+      contents_.push_back(b.device.download());
+      b.device.check_guards(contents_.back(), damage);
+      if (b.is_input)
+        b.device.check_payload(contents_.back(), *b.uploaded, "input changed", damage);
+      else if (rejected)
+        b.device.check_payload(contents_.back(), *b.uploaded, "written by a rejected call", damage);
+    }
+  }
+
+ private:
+  struct Buffer {
+    GuardedDeviceBuffer device;
+    const std::vector<std::uint8_t>* uploaded;
+    bool is_input;
+  };
+  struct View {
+    DLTensor tensor{};
+    std::vector<std::int64_t> shape, strides;
+  };
+  int device_;
+  std::deque<Buffer> buffers_;
+  std::deque<View> views_;
+  std::vector<GuardedDeviceBuffer::Contents> contents_;
+};
+
+bool same_bytes(const HostTensor& a, const HostTensor& b) {
+  return a.meta.dtype == b.meta.dtype && a.meta.sizes == b.meta.sizes && a.meta.strides == b.meta.strides &&
+         a.meta.offset_bytes == b.meta.offset_bytes && a.bytes == b.bytes;
+}
+
+TensorMeta contiguous_meta(DType d, std::vector<std::int64_t> sizes) {
+  TensorMeta m;
+  m.dtype = d;
+  m.strides = contiguous_strides(sizes);
+  m.sizes = std::move(sizes);
+  return m;
+}
+
+// Whether the run hands over stacked parameters: never for a case that is not even valid at the
+// contract level (build_stacked_params needs one), else by the policy.
+bool wants_stacked_params(const StackedCtxKvCase& c, StackedParamsPolicy policy) {
+  if (policy == StackedParamsPolicy::kNever || !validate_stacked_ctx_kv(c, ValidationLevel::kContract).ok())
+    return false;
+  if (policy == StackedParamsPolicy::kWhenEligible) return stacked_ctx_kv_eligibility(c).eligible();
+  const StackedCtxKvLayer& first = c.layers.front();
+  for (const StackedCtxKvLayer& l : c.layers)
+    if (l.head_dim != first.head_dim || l.num_kv_heads != first.num_kv_heads || l.dtype() != first.dtype() ||
+        l.has_bias() != first.has_bias())
+      return false;
+  return true;
+}
+
+}  // namespace
+
+StackedCtxKvDevice::StackedCtxKvDevice(KernelLibrary library) : library_(std::move(library)) {}
+
+StackedCtxKvDevice::~StackedCtxKvDevice() {
+  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+void* StackedCtxKvDevice::stream() {
+  if (stream_ == nullptr) {
+    cudaStream_t s = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    stream_ = s;
+  }
+  return stream_;
+}
+
+Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {
+  if (library_.abi().kvc_stacked_ctx_kv == nullptr)
+    return {false, library_.describe() + " does not export kvc_stacked_ctx_kv"};
+  const DType d = c.storage_dtype();
+  if (d != DType::kBF16 && d != DType::kF16) return {};  // a rejected case: its code is what is tested
+  kvc_op_support s{};
+  s.struct_size = sizeof s;
+  if (library_.abi().kvc_op_support_get(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, dl_dtype(d), &s) != KVC_STATUS_OK)
+    return {false, library_.describe() + ": kvc_op_support_get failed for the stacked context-KV op"};
+  if (s.supported) return {};
+  return {false, library_.describe() + " does not implement the stacked context-KV op for " +
+                     (d == DType::kF16 ? "fp16" : "bf16") + ": " + (s.reason ? s.reason : "(no reason given)")};
+}
+
+Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const StackedDeviceOptions& o,
+                               StackedDeviceRun* run) {
+  StackedDeviceRun local;
+  StackedDeviceRun& r = run != nullptr ? *run : local;
+  r = StackedDeviceRun{};
+  if (library_.abi().kvc_stacked_ctx_kv == nullptr)
+    throw KernelCallError(library_.describe() + " does not export kvc_stacked_ctx_kv");
+  if (o.host_validation) {
+    if (Status s = validate_stacked_ctx_kv(c, ValidationLevel::kStrict); !s.ok()) return s;
+  }
+  // The harness rule applies at every level: the pools handed over must hold the views.
+  if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  Call call(device);
+
+  const DLTensor* x = call.input("x", c.x);
+  const DLTensor* positions = call.input("positions", c.positions);
+  const DLTensor* cache_loc = call.input("cache_loc", c.cache_loc);
+  std::vector<kvc_stacked_ctx_kv_layer> layers(c.layers.size());
+  std::vector<std::size_t> k_pool_buffers, v_pool_buffers;
+  for (std::size_t i = 0; i < c.layers.size(); ++i) {
+    const StackedCtxKvLayer& l = c.layers[i];
+    const std::string p = "layer " + std::to_string(i) + " ";
+    kvc_stacked_ctx_kv_layer& a = layers[i];
+    a.qkv_weight = call.input(p + "qkv_weight", l.qkv_weight);
+    a.qkv_bias = call.input(p + "qkv_bias", l.qkv_bias);
+    a.k_norm_weight = call.input(p + "k_norm_weight", l.k_norm_weight);
+    // A table byte-identical to an earlier layer's is that layer's tensor.
+    a.cos_sin_cache = nullptr;
+    for (std::size_t j = 0; j < i && a.cos_sin_cache == nullptr; ++j)
+      if (same_bytes(c.layers[j].cos_sin, l.cos_sin)) a.cos_sin_cache = layers[j].cos_sin_cache;
+    if (a.cos_sin_cache == nullptr) a.cos_sin_cache = call.input(p + "cos_sin", l.cos_sin);
+    k_pool_buffers.push_back(call.add(p + "K pool", out.k_pools[i], false));
+    v_pool_buffers.push_back(call.add(p + "V pool", out.v_pools[i], false));
+    a.k_pool = call.view(k_pool_buffers.back(), l.k_pool);
+    a.v_pool = call.view(v_pool_buffers.back(), l.v_pool);
+    a.q_size = l.q_size;
+    a.num_kv_heads = l.num_kv_heads;
+    a.head_dim = l.head_dim;
+    a.eps = l.eps;
+    a.quantized = l.quantized ? 1 : 0;
+  }
+
+  kvc_stacked_ctx_kv_args args{};
+  args.struct_size = sizeof args;
+  args.layer_struct_size = sizeof(kvc_stacked_ctx_kv_layer);
+  args.x = x;
+  args.positions = positions;
+  args.cache_loc = cache_loc;
+  args.layers = layers.data();
+  args.num_layers = static_cast<std::int32_t>(layers.size());
+  args.path = o.path == StackedPathRequest::kStacked    ? KVC_STACKED_PATH_STACKED
+              : o.path == StackedPathRequest::kPerLayer ? KVC_STACKED_PATH_PER_LAYER
+                                                        : KVC_STACKED_PATH_AUTO;
+  args.gemm = o.gemm == StackedGemm::kAnyOrder ? KVC_GEMM_ANY_ORDER : KVC_GEMM_EXACT_ORDER;
+
+  // The stacked parameters, as the policy says (the stacked path needs them).
+  std::vector<std::uint8_t> stacked_weight, stacked_bias;
+  if (wants_stacked_params(c, o.stacked_params)) {
+    const oracle::StackedParams& p = cache_.get(c);
+    std::int64_t rows = p.rows();
+    stacked_weight = bytes_of(p.weight);
+    if (o.params_defect == StackedParamsDefect::kOneRowShort) {
+      rows -= 1;
+      stacked_weight.resize(static_cast<std::size_t>(rows * p.hidden * 2));
+    }
+    args.stacked_weight =
+        call.view(call.add("stacked_weight", stacked_weight, true), contiguous_meta(p.dtype, {rows, p.hidden}));
+    if (p.has_bias() && o.params_defect != StackedParamsDefect::kBiasMissing) {
+      stacked_bias = bytes_of(p.bias);
+      args.stacked_bias = call.view(call.add("stacked_bias", stacked_bias, true), contiguous_meta(p.dtype, {p.rows()}));
+    }
+  }
+  std::vector<std::uint8_t> projection;
+  std::size_t projection_buffer = 0;
+  if (o.read_projection) {
+    projection.assign(static_cast<std::size_t>(c.num_tokens() * c.projection_width() * 2), 0xA5);
+    projection_buffer = call.add("projection", projection, false);
+    args.projection =
+        call.view(projection_buffer, contiguous_meta(c.storage_dtype(), {c.num_tokens(), c.projection_width()}));
+  }
+  std::int32_t path_taken = -1;
+  args.path_taken = &path_taken;
+
+  char error[kErrorCapacity] = {0};
+  r.abi_called = true;
+  const int rc = library_.abi().kvc_stacked_ctx_kv(&args, stream(), error, sizeof error);
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
+             "cudaStreamSynchronize after kvc_stacked_ctx_kv");
+  r.checks.abi_status = rc;
+  r.checks.abi_message = error;
+  call.download_and_check(rc != KVC_STATUS_OK, &r.checks.damage);
+  if (!r.checks.clean())
+    throw BufferDamageError(library_.describe() + ": kvc_stacked_ctx_kv damaged device memory:\n" +
+                            r.checks.to_string());
+  if (rc != KVC_STATUS_OK) {
+    ErrorCode code{};
+    if (rc != KVC_STATUS_CUDA_ERROR && rc != KVC_STATUS_UNSUPPORTED && rc != KVC_STATUS_BAD_ARGUMENT &&
+        error_code_from_number(rc, &code))
+      return Error(code, std::string("kvc_stacked_ctx_kv: ") + error);
+    throw KernelCallError(library_.describe() + ": kvc_stacked_ctx_kv returned " + std::to_string(rc) + ": " + error);
+  }
+  for (std::size_t i = 0; i < c.layers.size(); ++i) {
+    out.k_pools[i] = call.payload(k_pool_buffers[i]);
+    out.v_pools[i] = call.payload(v_pool_buffers[i]);
+  }
+  if (o.read_projection) {
+    const std::vector<std::uint8_t> bytes = call.payload(projection_buffer);
+    r.projection.resize(bytes.size() / 2);
+    if (!bytes.empty()) std::memcpy(r.projection.data(), bytes.data(), bytes.size());
+  }
+  r.path = path_taken == KVC_STACKED_PATH_STACKED ? StackedPath::kStacked : StackedPath::kPerLayer;
+  return Status::Ok();
+}
+
+}  // namespace kvc::testkit

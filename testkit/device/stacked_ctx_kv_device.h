@@ -1,0 +1,81 @@
+// stacked_ctx_kv_device.h: running a StackedCtxKvCase through a kernel library's ABI on the GPU.
+//
+// Like DeviceBackend for the insert ops: run() validates on the host (strict, values included)
+// unless told not to, uploads every tensor into its own guarded allocation (guard zones on both
+// sides; byte-identical rotary tables once, so that a model whose layers share one table reaches
+// the library as one tensor, as SGLang's shared rotary object does), uploads the stacked weight
+// and bias (built by an oracle::StackedParamCache on the host, the caller's cache), calls
+// kvc_stacked_ctx_kv, synchronises, downloads the pools (and the projection when asked) and checks
+// every guard zone and that every input is unchanged (after a rejection: that every buffer is).
+// Damage throws BufferDamageError; a status outside the validation codes throws KernelCallError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvc/oracle/stacked_ctx_kv_params.h"
+#include "kvc/stacked_ctx_kv_case.h"
+#include "testkit/backends/backend.h"
+#include "testkit/device/device_backend.h"
+#include "testkit/device/kernel_library.h"
+
+namespace kvc::testkit {
+
+// The projection GEMM a run asks for (kvc_projection_gemm).
+enum class StackedGemm : std::uint8_t { kExactOrder = 0, kAnyOrder = 1 };
+inline const char* gemm_name(StackedGemm g) {
+  return g == StackedGemm::kAnyOrder ? "any-order (cuBLAS)" : "exact-order";
+}
+
+// When the run hands the library stacked parameters (stacked_weight, stacked_bias).
+enum class StackedParamsPolicy : std::uint8_t {
+  kWhenEligible = 0,       // the model is eligible (by content): what a caller would do
+  kWheneverBuildable = 1,  // the layers have one head_dim, kv heads, dtype and bias presence, eligible
+                           // or not (layer 0's eps and table): AUTO must then decide by itself
+  kNever = 2,
+};
+
+// A deliberate defect in the stacked parameters handed over (the library must answer E158).
+enum class StackedParamsDefect : std::uint8_t { kNone = 0, kOneRowShort = 1, kBiasMissing = 2 };
+
+struct StackedDeviceOptions {
+  StackedPathRequest path = StackedPathRequest::kAuto;
+  StackedGemm gemm = StackedGemm::kExactOrder;
+  bool host_validation = true;  // false: the library's own (metadata) validation is what rejects
+  StackedParamsPolicy stacked_params = StackedParamsPolicy::kWhenEligible;
+  StackedParamsDefect params_defect = StackedParamsDefect::kNone;
+  bool read_projection = false;  // pass a projection output and download it
+};
+
+struct StackedDeviceRun {
+  bool abi_called = false;
+  StackedPath path = StackedPath::kPerLayer;  // kvc_stacked_ctx_kv's path_taken
+  std::vector<std::uint16_t> projection;      // [T, projection_width()] when read_projection
+  DeviceRunChecks checks;
+};
+
+class StackedCtxKvDevice {
+ public:
+  explicit StackedCtxKvDevice(KernelLibrary library);
+  ~StackedCtxKvDevice();
+  StackedCtxKvDevice(const StackedCtxKvDevice&) = delete;
+  StackedCtxKvDevice& operator=(const StackedCtxKvDevice&) = delete;
+
+  // Whether the library exports kvc_stacked_ctx_kv and declares x's dtype supported.
+  Support supports(const StackedCtxKvCase& c) const;
+  const KernelLibrary& library() const { return library_; }
+  oracle::StackedParamCache& param_cache() { return cache_; }
+
+  Status run(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const StackedDeviceOptions& options = {},
+             StackedDeviceRun* run = nullptr);
+
+ private:
+  void* stream();
+
+  KernelLibrary library_;
+  oracle::StackedParamCache cache_;
+  void* stream_ = nullptr;
+};
+
+}  // namespace kvc::testkit
