@@ -5,10 +5,11 @@ set -euo pipefail
 
 # libdlpack-dev: the C kernel ABI (kernels/abi); libbenchmark-dev: kvconform-bench; libeigen3-dev:
 # the stacked projection oracle's fp64 mode; libssl-dev: OpenSSL's libcrypto, the golden fixtures'
-# sha256s. Only what a build or test uses today. libtorch (the golden generator) is not needed
-# here: ci/install-golden-deps.sh installs it for CI's regeneration check.
+# sha256s; clang-format: the formatting gate (ci/check-format.sh). Only what a build or test uses
+# today. libtorch (the golden generator) is not needed here: ci/install-golden-deps.sh installs it
+# for CI's regeneration check.
 packages=(cmake ninja-build g++ libgtest-dev librapidcheck-dev nlohmann-json3-dev
-          libcli11-dev libdlpack-dev libbenchmark-dev libeigen3-dev libssl-dev)
+          libcli11-dev libdlpack-dev libbenchmark-dev libeigen3-dev libssl-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs missing dependencies (and libtorch for the golden fixtures'
-# regeneration check, ci/install-golden-deps.sh), then
+# regeneration check, ci/install-golden-deps.sh), checks formatting (ci/check-format.sh), then
 #   1. configures and builds preset `default` (CUDA code compiled when nvcc is present) with
 #      warnings as errors, and runs every test of that tree that needs no GPU (test preset
 #      `default`: labels cpu, exhaustive, fuzz, golden, slow). GPU tests are excluded; on a
@@ -10,6 +10,9 @@
 #      fails the run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+"$KVC_ROOT/ci/install-deps.sh"
+"$KVC_ROOT/ci/check-format.sh"
 
 "$KVC_ROOT/ci/install-golden-deps.sh"
 kvc_configure_and_build default -DKVC_WERROR=ON

@@ -1,14 +1,17 @@
 // kv_insert_test.cpp: the upstream DSpark test replayed on the oracle, for every registry entry.
 //
 // Per round: both backings start as 0xA5 canary; the legacy (dummy-query) insert and the KV-only
-// insert run on the oracle backend; the whole backings must be byte-identical, kv must be
-// unchanged, rounds with live slots must have written something and the all -1 round nothing.
+// insert run on the oracle backend; the whole backings must be byte-identical, rounds with live
+// slots must have written something and the all -1 round nothing.
 //
 // On the oracle the byte-identity half compares the oracle with itself (legacy_insert runs the
 // KV-only encoder, insert_kv_rows), so it cannot fail here: it is the upstream claim, meaningful
-// when the two ops are kernels. The oracle's KV bytes are pinned by the hand-derived vectors of
-// kv_insert_edge_test and record_codec_test; the kv-unchanged and written/not-written checks can
-// fail on the oracle.
+// when the two ops are kernels (gpu_kv_insert_test replays it on the device). The oracle's KV
+// bytes are pinned by the hand-derived vectors of kv_insert_edge_test and record_codec_test. The
+// written/not-written checks can fail on the oracle: an oracle that skipped live rows, or wrote a
+// record for slot -1, fails them. "kv is not modified" is not checked here: the oracle takes the
+// case by const reference, so the type already guarantees it; on the device every input byte is
+// compared after each call (testkit/device/device_buffers.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,7 +33,6 @@ TEST_P(UpstreamDsparkReplay, KvOnlyEqualsLegacyDummyQueryInsert) {
     SCOPED_TRACE("round " + std::to_string(round));
     const InsertCase kv_only = cases::build_kv_only(spec, round);
     const InsertCase legacy = cases::build_legacy(spec, round);
-    const std::vector<std::uint8_t> kv_before = kv_only.kv.bytes;
 
     InsertOutputs reference = testkit::make_outputs(legacy);
     InsertOutputs insert = testkit::make_outputs(kv_only);
@@ -46,7 +48,6 @@ TEST_P(UpstreamDsparkReplay, KvOnlyEqualsLegacyDummyQueryInsert) {
     ctx.case_description = spec.name() + " round " + std::to_string(round);
     ctx.reproduce = "ctest --test-dir build/default -R 'UpstreamDsparkReplay.*" + spec.name() + "'";
     EXPECT_TRUE(diff.equal()) << testkit::format_case_report(kv_only, diff, reference.cache, insert.cache, ctx);
-    EXPECT_EQ(kv_only.kv.bytes, kv_before) << "kv must not be modified";
 
     const bool all_canary =
         std::all_of(insert.cache.begin(), insert.cache.end(), [](std::uint8_t b) { return b == testkit::kCanary; });
