@@ -8,7 +8,7 @@ of the same bytes, measured in the same run (the row's copy_ratio counter). 1.0 
 
     python3 bench/plot_bench.py bench.json --out bench_ratio      # writes bench_ratio.png/.svg
     python3 bench/plot_bench.py bench.json --op legacy --heads 8  # the legacy op instead
-    python3 bench/plot_bench.py bench.json --markdown summary.md  # also the README's tables
+    python3 bench/plot_bench.py bench.json --markdown summary.md  # also the results-log tables
 
 The markdown tables need no matplotlib; with --no-plot only they are written.
 """
@@ -80,7 +80,7 @@ def fmt(value, spec):
 
 
 def markdown_tables(report, heads):
-    """The README's tables: per format and size, the KV-only op against the copy and the legacy
+    """The results log's tables (docs/results/): per format and size, the KV-only op against the copy and the legacy
     op, the graph-replay time per call, the fused kv_norm gain; then the oracle's throughput."""
     benchmarks = report.get("benchmarks", [])
     rows = gpu_rows(benchmarks)

@@ -9,7 +9,7 @@
 #
 # Arguments are passed to kvconform-bench. Results go to $KVC_BENCH_OUT, else $OUT/bench (the
 # folder a device run hands back), else build/bench-out: bench.json, bench.txt (console output and
-# the GPU summary), bench_summary.md (the README's tables), kv_only_ratio.{png,svg},
+# the GPU summary), bench_summary.md (the tables of a docs/results/ entry), kv_only_ratio.{png,svg},
 # legacy_ratio.{png,svg}, configure.log, build.log.
 #
 # It never installs anything (the device machine reaches no package registry): when .deps/root

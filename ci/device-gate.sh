@@ -12,7 +12,7 @@
 #
 # It needs no network and never calls apt (GPU machines are often offline): the compilers, CMake
 # and Ninja must be installed, and the libraries either installed or staged as unpacked Debian
-# packages in .deps/root (see the README, "Running the GPU suite"), which this script puts on
+# packages in .deps/root (docs/device-gate.md, "Offline machines"), which this script puts on
 # CMAKE_PREFIX_PATH and LD_LIBRARY_PATH. Without RapidCheck the device fuzz properties are not
 # built; the gate says so and goes on.
 #
