@@ -19,6 +19,7 @@
 #include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/backing.h"
 
 namespace kvc {
@@ -116,7 +117,7 @@ InsertCase to_fp16(const InsertCase& c) {
     for (std::int64_t i = 0; i < t->meta.numel(); ++i)
       t->store<std::uint16_t>(i, oracle::float_to_fp16(oracle::bf16_to_float(t->load<std::uint16_t>(i))));
   }
-  if (is_packed(*format_of(out))) out.q_out.dtype = DType::kF16;
+  if (resolve_or_throw(out).packed()) out.q_out.dtype = DType::kF16;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "kvc/contract.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/golden/sha256.h"
+#include "kvc/resolved_case.h"
 #include "kvc/case_fields.h"
 #include "testkit/io/case_fields_io.h"
 
@@ -178,8 +179,8 @@ Fixture load_fixture(const std::string& manifest_path) {
       if (label == "expected.cache") f.expected_cache = slice(payload, r, label);
       if (label == "expected.q_out") f.expected_q_out = slice(payload, r, label);
     }
-    const auto format = format_of(f.c);
-    if (!format || layout_of(*format).name != f.record_format)
+    const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
+    if (!resolved || resolved->layout.name != f.record_format)
       throw std::runtime_error("the case's cache is not the format \"" + f.record_format + "\" the manifest names");
     if (static_cast<std::int64_t>(f.expected_cache.size()) != f.c.cache.backing_bytes())
       throw std::runtime_error("expected.cache holds " + std::to_string(f.expected_cache.size()) +

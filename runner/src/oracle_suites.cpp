@@ -11,6 +11,7 @@
 #include "kvc/golden/fixture_check.h"
 #include "kvc/oracle/parallel_rows.h"
 #include "kvc/oracle/record_codec.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -56,8 +57,8 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
   for (const std::string& path : manifests) {
     try {
       golden::Fixture f = golden::load_fixture(path);
-      const std::optional<RecordFormat> format = format_of(f.c);
-      if (!options.selects(f.c.op) || !format || !options.selects(*format) ||
+      const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
+      if (!options.selects(f.c.op) || !resolved || !options.selects(resolved->format) ||
           !options.within_tokens(f.c.num_inserted()))
         continue;
       fixtures.push_back(std::move(f));
