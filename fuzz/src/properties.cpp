@@ -157,12 +157,12 @@ void locality(const PropertyInput& in, PropertyContext& ctx) {
   const std::vector<std::uint8_t> canary = testkit::make_outputs(in.c).cache;
   const testkit::DiffReport r = testkit::diff_case_backings(in.c, canary, out.cache);
   for (const auto& [cls, count] : r.count_by_class) {
-    if (cls == "page padding" || cls == "row gap" || cls == "outside the cache" || cls == "foreign slot") {
+    if (testkit::is_outside_addressed_records(cls)) {
       testkit::ReportContext rc_ctx;
       rc_ctx.expected_name = "canary";
       rc_ctx.actual_name = "backing after insert";
       fail(in, ctx,
-           "bytes outside the addressed records changed (" + cls + ")\n" +
+           "bytes outside the addressed records changed (" + std::string(testkit::name(cls)) + ")\n" +
                testkit::format_case_report(in.c, r, canary, out.cache, rc_ctx));
     }
   }

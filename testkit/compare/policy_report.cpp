@@ -62,17 +62,10 @@ std::vector<Range> slot_ranges(const oracle::PagedCacheView& v, std::int64_t slo
   return footprint(v, slot / v.block_size, slot % v.block_size).value_or(std::vector<Range>{});
 }
 
-bool is_record_field(oracle::Field f) {
-  return f == oracle::Field::kFp8Code || f == oracle::Field::kValue16 || f == oracle::Field::kScale ||
-         f == oracle::Field::kScalePad;
-}
-
-std::string plural(const std::string& field) {
-  if (field == "fp8 code") return "fp8 codes";
-  if (field == "scale") return "scale bytes";
-  if (field == "scale pad") return "scale pad bytes";
-  if (field == "16-bit value") return "16-bit value bytes";
-  return field + " bytes";
+// "854 fp8 codes follow ...": a count of bytes of a record byte class.
+std::string plural(ByteClass c) {
+  if (c == ByteClass::kFp8Code) return "fp8 codes";
+  return std::string(name(c)) + " bytes";
 }
 
 // The policies that may explain differing bytes of this format (rsqrt is checked row by row
@@ -170,7 +163,7 @@ PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const 
     if (expected[i] == actual[i]) continue;
     ++r.mismatching_bytes;
     const oracle::ByteLocation loc = oracle::locate(enc.view, static_cast<std::int64_t>(i));
-    if (is_record_field(loc.field) && addressed.count(loc.slot)) {
+    if (is_record_byte(byte_class(loc, addressed))) {
       record_offsets.push_back(static_cast<std::int64_t>(i));
       differing_slots.insert(loc.slot);
     } else {
@@ -227,14 +220,13 @@ PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const 
     // find which ones reproduce it on their own.
     std::vector<std::vector<bool>> alone(followed_policies.size(), std::vector<bool>(record_offsets.size()));
     for (std::size_t k = 0; k < followed_policies.size(); ++k) {
-      re.encode(
-          all_rows, all_ranges,
-          kvc::with_alternative(declared, followed_policies[k], kvc::alternative_of(best, followed_policies[k])));
+      re.encode(all_rows, all_ranges,
+                kvc::with_alternative(declared, followed_policies[k], kvc::alternative_of(best, followed_policies[k])));
       for (std::size_t j = 0; j < record_offsets.size(); ++j)
         alone[k][j] = re.bytes()[static_cast<std::size_t>(record_offsets[j])] ==
                       actual[static_cast<std::size_t>(record_offsets[j])];
     }
-    std::map<std::tuple<std::string, bool, std::vector<int>>, std::int64_t> grouped;
+    std::map<std::tuple<ByteClass, bool, std::vector<int>>, std::int64_t> grouped;
     for (std::size_t j = 0; j < record_offsets.size(); ++j) {
       if (!explained[j]) continue;
       std::vector<int> set;
@@ -247,7 +239,7 @@ PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const 
         if (set.empty())  // only some combination of them: credit them all
           for (kvc::Policy p : followed_policies) set.push_back(static_cast<int>(p));
       }
-      const std::string field(oracle::field_name(oracle::locate(enc.view, record_offsets[j]).field));
+      const ByteClass field = byte_class(oracle::locate(enc.view, record_offsets[j]).field);
       ++grouped[{field, any_one && set.size() > 1, set}];
     }
     for (const auto& [key, bytes] : grouped) {
