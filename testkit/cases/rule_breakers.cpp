@@ -2,10 +2,10 @@
 #include "testkit/cases/rule_breakers.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 #include "kvc/resolved_case.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::testkit {
 namespace {
@@ -449,9 +449,7 @@ std::vector<RuleMatrixEntry> rule_matrix() {
 }
 
 std::string rule_matrix_name(const RuleMatrixEntry& e) {
-  std::string f(layout_of(e.format).name);
-  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + format_test_name(e.format);
 }
 
 void PrintTo(const RuleMatrixEntry& e, std::ostream* os) { *os << rule_matrix_name(e); }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "kvc/hex_text.h"
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/kv_norm.h"
@@ -63,11 +64,8 @@ bool ranges_equal(const std::vector<std::pair<std::int64_t, std::int64_t>>& rang
   return true;
 }
 
-std::string hex32(float x) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", oracle::bits_of(x));
-  return s;
-}
+// r's fp32 bits: "0x3f800000".
+std::string hex32(float x) { return hex(oracle::bits_of(x), 8); }
 
 std::string offset_text(int ulps) {
   if (ulps == 0) return "r";

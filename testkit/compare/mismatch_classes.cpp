@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kvc/hex_text.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/record_codec.h"
@@ -43,12 +44,6 @@ struct SiteTally {
   std::int64_t bytes = 0;
   std::int64_t first_offset = 0;
 };
-
-std::string hex2(std::uint8_t b) {
-  char s[8];
-  std::snprintf(s, sizeof s, "0x%02x", b);
-  return s;
-}
 
 std::string place(const oracle::PagedCacheView& v, std::int64_t slot) {
   return "page " + std::to_string(slot / v.block_size) + " token " + std::to_string(slot % v.block_size);
@@ -373,7 +368,8 @@ class Classifier {
         std::snprintf(text, sizeof text,
                       "block %d: scale byte %s (E = %d) instead of %s (E = %d), codes quantized with it; q = %.9g: "
                       "log2f rule E = %g, exact rule E = %g",
-                      k, hex2(actual_[sb]).c_str(), e_actual, hex2(ref[sb]).c_str(), e_expected, static_cast<double>(q),
+                      k, hex(actual_[sb], 2).c_str(), e_actual, hex(ref[sb], 2).c_str(), e_expected,
+                      static_cast<double>(q),
                       static_cast<double>(oracle::scale_exponent(q, kvc::ExponentRule::kDeviceLog2f)),
                       static_cast<double>(oracle::scale_exponent(q, kvc::ExponentRule::kExact)));
         first = text;
@@ -491,14 +487,14 @@ class Classifier {
         }
         site->cls = MismatchClass::kPadByte;
         if (actual_[i] == initial_[i])
-          site->detail = "not written (kept " + hex2(initial_[i]) + "): pad policy `" +
+          site->detail = "not written (kept " + hex(initial_[i], 2) + "): pad policy `" +
                          std::string(kvc::alternative_name(kvc::Policy::kPadByte, 1)) + "`; declared profile `" +
-                         kvc::profile_name(declared_) + "` writes " + hex2(expected_[i]);
+                         kvc::profile_name(declared_) + "` writes " + hex(expected_[i], 2);
         else if (expected_[i] == initial_[i])
-          site->detail = "written " + hex2(actual_[i]) + ", but the declared profile `" + kvc::profile_name(declared_) +
-                         "` leaves it (" + hex2(initial_[i]) + ")";
+          site->detail = "written " + hex(actual_[i], 2) + ", but the declared profile `" +
+                         kvc::profile_name(declared_) + "` leaves it (" + hex(initial_[i], 2) + ")";
         else
-          site->detail = "written " + hex2(actual_[i]) + " instead of " + hex2(expected_[i]);
+          site->detail = "written " + hex(actual_[i], 2) + " instead of " + hex(expected_[i], 2);
         return;
       }
       case SiteKind::kBeforeCache:
@@ -506,8 +502,8 @@ class Classifier {
         site->cls = MismatchClass::kUntouchedRegion;
         site->detail = std::to_string(site->bytes) + " bytes changed outside the cache view, first at offset " +
                        std::to_string(site->first_offset) + " (" +
-                       hex2(initial_[static_cast<std::size_t>(site->first_offset)]) + " -> " +
-                       hex2(actual_[static_cast<std::size_t>(site->first_offset)]) + ")";
+                       hex(initial_[static_cast<std::size_t>(site->first_offset)], 2) + " -> " +
+                       hex(actual_[static_cast<std::size_t>(site->first_offset)], 2) + ")";
         return;
       case SiteKind::kForeignSlot:
       case SiteKind::kRowGap:
@@ -528,7 +524,7 @@ class Classifier {
     }
     const std::size_t i = static_cast<std::size_t>(site->first_offset);
     site->detail = std::to_string(site->bytes) + " bytes written where the case writes nothing, first at offset " +
-                   std::to_string(site->first_offset) + " (" + hex2(initial_[i]) + " -> " + hex2(actual_[i]) + ")";
+                   std::to_string(site->first_offset) + " (" + hex(initial_[i], 2) + " -> " + hex(actual_[i], 2) + ")";
   }
 
   const InsertCase& c_;
