@@ -10,7 +10,6 @@
 // shape error. Random hostile metadata is the fuzz property fuzz_hostile_metadata_test.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -21,6 +20,7 @@
 #include "kvc/oracle/legacy_insert.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/io/case_file.h"
 #include "testkit/cases/small_cases.h"
 #include "kvc/validate.h"
@@ -131,9 +131,7 @@ std::vector<Entry> matrix() {
 }
 
 std::string entry_name(const Entry& e) {
-  std::string f(layout_of(e.format).name);
-  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-  return e.hostile->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+  return e.hostile->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + testkit::format_test_name(e.format);
 }
 
 class HostileMetadata : public ::testing::TestWithParam<Entry> {};

@@ -13,6 +13,7 @@
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/record_codec.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 
@@ -128,7 +129,7 @@ InsertCase edge_case_with_table(RecordFormat f, const std::vector<std::uint16_t>
 
 // The record bytes of slot 1, and a check that slot 0 and everything else kept the canary.
 std::vector<std::uint8_t> record_of_slot1(const InsertCase& c, const InsertOutputs& out) {
-  const oracle::PagedCacheView v = oracle::PagedCacheView::of(c.cache, *format_of(c));
+  const oracle::PagedCacheView v = oracle::PagedCacheView::of(c.cache, resolve_or_throw(c).format);
   const std::int64_t data = oracle::token_data_offset(v, 1);
   const int n = v.layout().data_bytes;
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(out.cache.size()); ++i) {

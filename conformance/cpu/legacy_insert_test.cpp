@@ -14,6 +14,7 @@
 #include "kvc/oracle/rms_norm.h"
 #include "kvc/oracle/rope.h"
 #include "kvc/oracle/ue8m0.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -44,7 +45,7 @@ std::int64_t interleaved(std::int64_t t, std::int64_t h, int d, std::int64_t hea
 std::vector<float> expected_q_row(const InsertCase& c, std::int64_t t, std::int64_t h, bool rotate) {
   std::vector<float> e(kHeadDim);
   const std::int64_t heads = c.q.meta.size(1);
-  const bool read_interleaved = c.q_interleaved && is_packed(*format_of(c));
+  const bool read_interleaved = c.q_interleaved && resolve_or_throw(c).packed();
   for (int d = 0; d < kHeadDim; ++d) {
     const std::uint16_t bits =
         c.q.load<std::uint16_t>(read_interleaved ? interleaved(t, h, d, heads) : head_major(t, h, d, heads));
@@ -272,8 +273,9 @@ InsertCase fp16_legacy_case(RecordFormat f, std::int64_t heads, std::int64_t hp)
 // The record of row t composed from the primitives with fp16 as the storage type: widen, RoPE,
 // fp16 round trip (packed), block scales and e4m3 codes, fp16 RoPE values (packed584).
 void expect_fp16_record(const InsertCase& c, const InsertOutputs& out, std::int64_t t) {
-  const RecordFormat f = *format_of(c);
-  const RecordLayout& l = layout_of(f);
+  const ResolvedInsertCase resolved = resolve_or_throw(c);
+  const RecordFormat f = resolved.format;
+  const RecordLayout& l = resolved.layout;
   const oracle::PagedCacheView view = testkit::view_of(c);
   const std::int64_t slot = c.slots.load<std::int64_t>(t);
   std::vector<float> x(kHeadDim);

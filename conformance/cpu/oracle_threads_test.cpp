@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "kvc/oracle/parallel_rows.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
@@ -61,7 +62,7 @@ InsertCase large_legacy_case(RecordFormat f, std::uint64_t seed) {
 // page (the contract level allows it; the records then reach past num_blocks * stride).
 InsertOutputs outputs_for(const InsertCase& c) {
   InsertOutputs out = testkit::make_outputs(c);
-  const RecordLayout& l = layout_of(*format_of(c));
+  const RecordLayout& l = resolve_or_throw(c).layout;
   const CacheGeometry& g = c.cache;
   const std::int64_t records =
       l.paged_regions ? l.dense_page_bytes(g.block_size) : (g.block_size - 1) * g.token_stride_bytes() + l.data_bytes;

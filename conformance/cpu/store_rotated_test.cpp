@@ -136,7 +136,8 @@ TEST(KvOnlyIsRopeThenStore, AStoreCaseUnderTheWrongRopePolicyDiffers) {
   std::vector<std::uint8_t> store = testkit::make_outputs(c).cache;
   ASSERT_TRUE(oracle::store_rotated(s, store).ok());
   const testkit::DiffReport d = testkit::diff_case_backings(c, insert.cache, store);
-  EXPECT_GT(d.count_by_class.count("16-bit value") ? d.count_by_class.at("16-bit value") : 0, 0)
+  EXPECT_GT(
+      d.count_by_class.count(testkit::ByteClass::kValue16) ? d.count_by_class.at(testkit::ByteClass::kValue16) : 0, 0)
       << "the RoPE dims must differ";
 }
 
@@ -194,8 +195,8 @@ TEST(StoreConventions, NegativeIndexWritesNothingAndOnlyAddressedRecordsChange) 
   ASSERT_EQ(addressed.size(), static_cast<std::size_t>(c.num_rows() - 1)) << "one row has index -1";
   const testkit::DiffReport d = testkit::diff_backings(canary, out, oracle::store_view(c), addressed);
   for (const auto& [cls, n] : d.count_by_class)
-    EXPECT_TRUE(cls == "fp8 code" || cls == "scale" || cls == "scale pad" || cls == "16-bit value")
-        << n << " bytes changed outside the addressed records: " << cls;
+    EXPECT_TRUE(testkit::is_record_byte(cls))
+        << n << " bytes changed outside the addressed records: " << testkit::name(cls);
   EXPECT_GT(d.mismatch_count, 0);
 }
 

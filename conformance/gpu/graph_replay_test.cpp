@@ -22,7 +22,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -34,6 +33,7 @@
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/device/device_case_buffers.h"
 #include "testkit/device/wrong_stream_abi.h"
@@ -58,8 +58,7 @@ struct GraphSpec {
   std::int64_t tokens = 40;
 
   std::string name() const {
-    std::string f(layout_of(format).name);
-    f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
+    const std::string f = testkit::format_test_name(format);
     std::string n = op == InsertOp::kLegacy ? "Legacy_" : (kv_norm ? "KvOnlyKvNorm_" : "KvOnly_");
     n += f;
     if (op == InsertOp::kLegacy && is_packed(format)) n += "_Hp" + std::to_string(padded_heads);

@@ -132,13 +132,13 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
     return;
   }
   const testkit::DiffReport written = testkit::diff_case_backings(c, before.cache, out.cache);
-  for (const char* stray : {"page padding", "row gap", "outside the cache", "foreign slot"}) {
+  for (const testkit::ByteClass stray : testkit::kOutsideAddressedRecords) {
     if (written.count_by_class.count(stray) == 0) continue;
     testkit::ReportContext ctx;
     ctx.expected_name = "canary";
     ctx.actual_name = "backing after the call";
-    ADD_FAILURE() << "value rule " << e.breaker->name << ": bytes outside the addressed records changed (" << stray
-                  << ")\n"
+    ADD_FAILURE() << "value rule " << e.breaker->name << ": bytes outside the addressed records changed ("
+                  << testkit::name(stray) << ")\n"
                   << testkit::format_case_report(c, written, before.cache, out.cache, ctx);
   }
 

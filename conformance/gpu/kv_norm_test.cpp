@@ -8,14 +8,13 @@
 // rows dropped or written twice at block boundaries, an alias that reads a row after writing it.
 #include <gtest/gtest.h>
 
-#include <cctype>
-
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/kv_norm.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/cases/case_builder.h"
 
 namespace kvc {
@@ -80,9 +79,7 @@ TEST_P(FusedKvNorm, InsertWithKvNormEqualsOracle) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, FusedKvNorm, ::testing::ValuesIn(kAllFormats),
                          [](const ::testing::TestParamInfo<RecordFormat>& p) {
-                           std::string f(layout_of(p.param).name);
-                           f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-                           return f;
+                           return testkit::format_test_name(p.param);
                          });
 
 }  // namespace

@@ -26,7 +26,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -34,9 +33,11 @@
 #include <string_view>
 
 #include "testkit/device/gpu_test_support.h"
+#include "kvc/hex_text.h"
 #include "kvc/oracle/record_codec.h"
 #include "testkit/backends/backend.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/device/device_case_buffers.h"
@@ -59,12 +60,6 @@ constexpr std::int64_t kDpPaddingRows = 3;
 constexpr std::int64_t kQueryHeads = 2;
 constexpr std::size_t kReported = 8;
 constexpr std::int64_t kCosSinRowBytes = kRopeDim * sizeof(float);
-
-std::string capitalized(std::string_view s) {
-  std::string out(s);
-  out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
-}
 
 std::string gib(std::int64_t bytes) {
   std::ostringstream s;
@@ -250,9 +245,7 @@ std::string wrap_hint(const LargeProblem& p, std::int64_t offset) {
   failure << scan.differing_bytes << " byte(s) outside the addressed records were written (expected the canary 0x"
           << std::hex << static_cast<int>(testkit::kCanary) << std::dec << "); the first:\n";
   for (const testkit::ScanResult::Difference& d : scan.first) {
-    char actual[8];
-    std::snprintf(actual, sizeof actual, "0x%02x", d.actual);
-    failure << "  " << describe(p, d.offset) << ": " << actual << wrap_hint(p, d.offset) << "\n";
+    failure << "  " << describe(p, d.offset) << ": " << kvc::hex(d.actual, 2) << wrap_hint(p, d.offset) << "\n";
   }
   return failure;
 }
@@ -320,7 +313,7 @@ struct LargeCacheParam {
   RecordFormat format;
   InsertOp op;
   std::string name() const {
-    return capitalized(layout_of(format).name) + (op == InsertOp::kLegacy ? "_Legacy" : "_KvOnly");
+    return testkit::format_test_name(format) + (op == InsertOp::kLegacy ? "_Legacy" : "_KvOnly");
   }
 };
 

@@ -11,7 +11,6 @@
 // RoPE, fp16 q/kv, wide head padding), at 1025 tokens.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <functional>
 #include <ostream>
 
@@ -19,7 +18,9 @@
 #include "testkit/cases/registry.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc {
 namespace {
@@ -66,9 +67,7 @@ struct GridCase {
   std::int64_t tokens;
   bool interleaved;
   std::string name() const {
-    std::string f(layout_of(format).name);
-    f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-    return f + "_Tokens" + std::to_string(tokens) + (interleaved ? "_Interleaved" : "");
+    return testkit::format_test_name(format) + "_Tokens" + std::to_string(tokens) + (interleaved ? "_Interleaved" : "");
   }
 };
 
@@ -116,7 +115,7 @@ InsertCase to_fp16(const InsertCase& c) {
     for (std::int64_t i = 0; i < t->meta.numel(); ++i)
       t->store<std::uint16_t>(i, oracle::float_to_fp16(oracle::bf16_to_float(t->load<std::uint16_t>(i))));
   }
-  if (is_packed(*format_of(out))) out.q_out.dtype = DType::kF16;
+  if (resolve_or_throw(out).packed()) out.q_out.dtype = DType::kF16;
   return out;
 }
 
@@ -132,8 +131,7 @@ std::vector<FlagCase> flag_cases() {
   constexpr std::int64_t kTokens = kTokenCutoff + 1;
   std::vector<FlagCase> v;
   for (RecordFormat f : kAllFormats) {
-    std::string fn(layout_of(f).name);
-    fn[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fn[0])));
+    const std::string fn = testkit::format_test_name(f);
     auto base = [f] { return cases::build_legacy(legacy_spec(f, kTokens), 0); };
     v.push_back({fn + "_NoQNorm", f, [base] {
                    InsertCase c = base();

@@ -22,7 +22,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -35,6 +34,7 @@
 #include "kvc/oracle/kv_norm.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/backing.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/device/device_case_buffers.h"
 #include "testkit/device/wrong_stream_abi.h"
 
@@ -43,12 +43,6 @@ namespace {
 
 constexpr double kWaitSeconds = 10.0;  // an op here takes milliseconds
 constexpr float kEps = 1e-6f;
-
-std::string capitalized(std::string_view s) {
-  std::string out(s);
-  out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
-}
 
 std::string damage_text(const std::vector<testkit::BufferDamage>& damage) {
   std::string s;
@@ -71,7 +65,7 @@ struct StreamSpec {
   std::int64_t tokens = 1025;
   std::string name() const {
     return std::string(op == InsertOp::kLegacy ? "Legacy_" : (kv_norm ? "KvOnlyKvNorm_" : "KvOnly_")) +
-           capitalized(layout_of(format).name) + "_Tokens" + std::to_string(tokens);
+           testkit::format_test_name(format) + "_Tokens" + std::to_string(tokens);
   }
 };
 

@@ -118,10 +118,9 @@ Status check_inputs_cover(const InsertCase& c) {
   return Status::Ok();
 }
 
-Status check_contract(const InsertCase& c) {
+// kv: present, a dtype the op takes, [N, 512], contiguous.
+Status check_kv(const InsertCase& c) {
   const bool legacy = c.op == InsertOp::kLegacy;
-  const auto format = format_of(c);
-  // kv
   if (!c.kv.present) return Error(ErrorCode::kKvShape, "kv is missing");
   const DType kd = c.kv.meta.dtype;
   if (!(kd == DType::kBF16 || (legacy && kd == DType::kF16)))
@@ -129,17 +128,22 @@ Status check_contract(const InsertCase& c) {
   if (!is_row512(c.kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(c.kv.meta));
   if (!c.kv.meta.contiguous())
     return Error(ErrorCode::kKvNotContiguous, "kv row stride " + std::to_string(c.kv.meta.stride(0)));
+  return Status::Ok();
+}
+
+// q_in of the legacy op: [N, H, 512], contiguous, kv's dtype. kv is checked.
+Status check_q_input(const InsertCase& c) {
+  if (c.op != InsertOp::kLegacy) return Status::Ok();
   const std::int64_t n = c.kv.meta.size(0);
+  if (!c.q.present || c.q.meta.rank() != 3 || c.q.meta.size(2) != kHeadDim || c.q.meta.size(0) != n)
+    return Error(ErrorCode::kQShape, c.q.present ? "q_in is " + shape_string(c.q.meta) : "q_in is missing");
+  if (!c.q.meta.contiguous()) return Error(ErrorCode::kQNotContiguous);
+  if (c.q.meta.dtype != c.kv.meta.dtype) return Error(ErrorCode::kQDtype);
+  return Status::Ok();
+}
 
-  // q side of the legacy op
-  if (legacy) {
-    if (!c.q.present || c.q.meta.rank() != 3 || c.q.meta.size(2) != kHeadDim || c.q.meta.size(0) != n)
-      return Error(ErrorCode::kQShape, c.q.present ? "q_in is " + shape_string(c.q.meta) : "q_in is missing");
-    if (!c.q.meta.contiguous()) return Error(ErrorCode::kQNotContiguous);
-    if (c.q.meta.dtype != kd) return Error(ErrorCode::kQDtype);
-  }
-
-  // devices
+// Every tensor, the cache and q_out on kv's device.
+Status check_devices(const InsertCase& c) {
   const int dev = c.kv.meta.device;
   const HostTensor* on_device[] = {&c.slots, &c.positions,   &c.cos_sin,       &c.fp8_scale,
                                    &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
@@ -148,10 +152,13 @@ Status check_contract(const InsertCase& c) {
       return Error(ErrorCode::kDeviceMismatch, "tensor on device " + std::to_string(t->meta.device));
   if (c.cache.device != dev)
     return Error(ErrorCode::kDeviceMismatch, "k_cache on device " + std::to_string(c.cache.device));
-  if (legacy && c.q_out.device != dev)
+  if (c.op == InsertOp::kLegacy && c.q_out.device != dev)
     return Error(ErrorCode::kDeviceMismatch, "q_out on device " + std::to_string(c.q_out.device));
+  return Status::Ok();
+}
 
-  // cache view
+// The cache view: rank 3, a positive block size that is size(1), stride(2) 1.
+Status check_cache_view(const InsertCase& c) {
   if (c.cache.rank != 3) return Error(ErrorCode::kCacheRank, "rank " + std::to_string(c.cache.rank));
   if (c.block_size <= 0)
     return Error(ErrorCode::kBlockSizeNonPositive, "cache_block_size " + std::to_string(c.block_size));
@@ -159,8 +166,12 @@ Status check_contract(const InsertCase& c) {
     return Error(ErrorCode::kBlockSizeMismatch, "size(1) " + std::to_string(c.cache.block_size) +
                                                     " vs cache_block_size " + std::to_string(c.block_size));
   if (c.cache.stride2 != 1) return Error(ErrorCode::kCacheStride2, "stride(2) " + std::to_string(c.cache.stride2));
+  return Status::Ok();
+}
 
-  // index tensors and row counts
+// Index tensors and row counts: int64 vectors, N positions, M <= N slots; the [max_pos, 64] table.
+Status check_index_tensors(const InsertCase& c) {
+  const std::int64_t n = c.kv.meta.size(0);
   if (!is_index_vector(c.slots)) return Error(ErrorCode::kSlotsInvalid);
   if (!is_index_vector(c.positions)) return Error(ErrorCode::kPositionsInvalid);
   if (c.positions.meta.size(0) != n)
@@ -172,8 +183,13 @@ Status check_contract(const InsertCase& c) {
   if (!c.cos_sin.present || c.cos_sin.meta.dtype != DType::kF32 || c.cos_sin.meta.rank() != 2 ||
       c.cos_sin.meta.size(1) != kRopeDim || !c.cos_sin.meta.contiguous())
     return Error(ErrorCode::kCosSinInvalid, c.cos_sin.present ? shape_string(c.cos_sin.meta) : "missing");
+  return Status::Ok();
+}
 
-  // cache dtype, width, scales
+// The cache's format (dtype and kv_mxfp8), its width, what it asks of kv and the fp8 scale, and
+// its geometry.
+Status check_cache_format(const InsertCase& c) {
+  const auto format = format_of(c);
   if (!format)
     return Error(ErrorCode::kCacheDtype, "cache dtype code " + std::to_string(static_cast<int>(c.cache.dtype)));
   const RecordLayout& layout = layout_of(*format);
@@ -181,7 +197,7 @@ Status check_contract(const InsertCase& c) {
     return Error(ErrorCode::kCacheWidth, "width " + std::to_string(c.cache.width) + " but " + std::string(layout.name) +
                                              " (dtype + kv_mxfp8=" + (c.kv_mxfp8 ? "true" : "false") + ") needs " +
                                              std::to_string(layout.record_width));
-  if (*format == RecordFormat::kBf16_512 && kd != DType::kBF16)
+  if (*format == RecordFormat::kBf16_512 && c.kv.meta.dtype != DType::kBF16)
     return Error(ErrorCode::kKvDtype, "the bf16 full cache takes bf16 kv only");
   if (*format == RecordFormat::kFp8_512) {
     if (!c.fp8_scale.present) return Error(ErrorCode::kFp8ScaleMissing);
@@ -191,38 +207,61 @@ Status check_contract(const InsertCase& c) {
   if (Status s = check_cache_geometry(c.cache, layout); !s.ok()) return s;
   if (layout.paged_regions && c.cache.page_stride_bytes() > kMaxPackedPageStride)
     return Error(ErrorCode::kPageStrideTooLarge, std::to_string(c.cache.page_stride_bytes()) + " bytes");
+  return Status::Ok();
+}
 
-  // q output of the legacy op
-  if (legacy) {
-    const std::int64_t heads = c.q.meta.size(1);
-    if (is_packed(*format)) {
-      if (c.q_out.dtype != kd) return Error(ErrorCode::kQOutDtype);
-      const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
-      const bool padded =
-          c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
-      if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
-      const std::int64_t hp = c.padded_heads();
-      if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
-        return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
-      if (hp != 0 && hp < heads)
-        return Error(ErrorCode::kHeadPaddingBelowHeads,
-                     "Hp = " + std::to_string(hp) + " < H = " + std::to_string(heads));
-    } else {
-      const DType want = *format == RecordFormat::kFp8_512 ? DType::kE4M3 : DType::kBF16;
-      if (c.q_out.dtype != want) return Error(ErrorCode::kQOutDtype);
-      if (c.q_out.sizes != c.q.meta.sizes || !c.q_out.contiguous())
-        return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out) + ", q is " + shape_string(c.q.meta));
-      if (*format == RecordFormat::kFp8_512 && (!c.q_scale_inv.present || !is_f32_scalar(c.q_scale_inv)))
-        return Error(ErrorCode::kQScaleShape);
-    }
-  }
+// The packed formats' q_out: q's dtype, [N, Hp, 512] contiguous or the empty [0], a supported
+// Hp >= H.
+Status check_padded_q_output(const InsertCase& c) {
+  const std::int64_t n = c.kv.meta.size(0), heads = c.q.meta.size(1);
+  if (c.q_out.dtype != c.kv.meta.dtype) return Error(ErrorCode::kQOutDtype);
+  const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
+  const bool padded =
+      c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
+  if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
+  const std::int64_t hp = c.padded_heads();
+  if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
+    return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
+  if (hp != 0 && hp < heads)
+    return Error(ErrorCode::kHeadPaddingBelowHeads, "Hp = " + std::to_string(hp) + " < H = " + std::to_string(heads));
+  return Status::Ok();
+}
 
-  if (c.kv_norm_weight.present) {
-    const TensorMeta& w = c.kv_norm_weight.meta;
-    if (legacy) return Error(ErrorCode::kNormWeightInvalid, "kv_norm is fused only in front of the KV-only insert");
-    if (w.dtype != DType::kBF16 || w.rank() != 1 || w.size(0) != kHeadDim || !w.contiguous())
-      return Error(ErrorCode::kNormWeightInvalid, shape_string(w));
-  }
+// The full caches' Q output: q_fp8 (e4m3, with q_scale_inv) or q in place (bf16), q's shape.
+Status check_full_cache_q_output(const InsertCase& c, RecordFormat format) {
+  const DType want = format == RecordFormat::kFp8_512 ? DType::kE4M3 : DType::kBF16;
+  if (c.q_out.dtype != want) return Error(ErrorCode::kQOutDtype);
+  if (c.q_out.sizes != c.q.meta.sizes || !c.q_out.contiguous())
+    return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out) + ", q is " + shape_string(c.q.meta));
+  if (format == RecordFormat::kFp8_512 && (!c.q_scale_inv.present || !is_f32_scalar(c.q_scale_inv)))
+    return Error(ErrorCode::kQScaleShape);
+  return Status::Ok();
+}
+
+// The legacy op's Q output, by format (the cache format is checked).
+Status check_q_output(const InsertCase& c) {
+  if (c.op != InsertOp::kLegacy) return Status::Ok();
+  const RecordFormat format = *format_of(c);
+  return is_packed(format) ? check_padded_q_output(c) : check_full_cache_q_output(c, format);
+}
+
+// The fused kv_norm's weight: KV-only op only, [512] bf16 contiguous.
+Status check_kv_norm_weight(const InsertCase& c) {
+  if (!c.kv_norm_weight.present) return Status::Ok();
+  const TensorMeta& w = c.kv_norm_weight.meta;
+  if (c.op == InsertOp::kLegacy)
+    return Error(ErrorCode::kNormWeightInvalid, "kv_norm is fused only in front of the KV-only insert");
+  if (w.dtype != DType::kBF16 || w.rank() != 1 || w.size(0) != kHeadDim || !w.contiguous())
+    return Error(ErrorCode::kNormWeightInvalid, shape_string(w));
+  return Status::Ok();
+}
+
+// The contract-level rules, in the order the upstream op checks them: the first violated wins.
+Status check_contract(const InsertCase& c) {
+  for (Status (*check)(const InsertCase&) :
+       {check_kv, check_q_input, check_devices, check_cache_view, check_index_tensors, check_cache_format,
+        check_q_output, check_kv_norm_weight})
+    if (Status s = check(c); !s.ok()) return s;
   return Status::Ok();
 }
 

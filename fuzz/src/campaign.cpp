@@ -115,6 +115,55 @@ GenConfig generation_for(const PropertySpec& property, std::int64_t max_tokens, 
   return g;
 }
 
+namespace {
+
+rc::detail::TestParams test_params(const PropertySpec& property, const RunConfig& config) {
+  rc::detail::TestParams params;
+  params.seed = config.seed;
+  params.maxSuccess = config.cases * property.case_multiplier;
+  params.maxSize = config.max_size;
+  params.disableShrinking = !config.shrink;
+  return params;
+}
+
+// RapidCheck's result, read into the outcome (which holds the counts the run kept).
+void read_result(const rc::detail::TestResult& result, const PropertySpec& property, const std::string& backend,
+                 const std::optional<FailureRecord>& last_failure, const std::string& unsupported_reason,
+                 const std::string& not_applicable_reason, PropertyOutcome& outcome) {
+  if (result.template is<rc::detail::SuccessResult>()) {
+    const auto& success = result.template get<rc::detail::SuccessResult>();
+    outcome.passed = true;
+    outcome.cases = success.numSuccess;
+    for (const std::string& cls : property.required_classes)
+      if (outcome.coverage.count(cls) == 0) outcome.missing_classes.push_back(cls);
+  } else if (result.template is<rc::detail::FailureResult>()) {
+    const auto& failure = result.template get<rc::detail::FailureResult>();
+    outcome.cases = failure.numSuccess;
+    outcome.message = failure.description;
+    outcome.failure = last_failure;
+  } else if (result.template is<rc::detail::GaveUpResult>() && outcome.discarded == 0 &&
+             result.template get<rc::detail::GaveUpResult>().numSuccess == 0 && outcome.not_applicable_cases > 0) {
+    outcome.not_applicable = not_applicable_reason;  // every case was outside the property's profiles
+    outcome.message = not_applicable_reason;
+  } else if (result.template is<rc::detail::GaveUpResult>()) {
+    const auto& gave_up = result.template get<rc::detail::GaveUpResult>();
+    outcome.gave_up = true;
+    outcome.cases = gave_up.numSuccess;
+    outcome.message =
+        "gave up after " + std::to_string(outcome.discarded) + " discarded cases" +
+        (unsupported_reason.empty() ? "" : " (" + backend + " does not implement: " + unsupported_reason + ")") +
+        (outcome.not_applicable_cases > 0 ? " and " + std::to_string(outcome.not_applicable_cases) +
+                                                " cases not applicable: " + not_applicable_reason
+                                          : "");
+  } else {
+    std::ostringstream os;
+    rc::detail::printResultMessage(result, os);
+    outcome.message = os.str();
+  }
+}
+
+}  // namespace
+
 PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut, const RunConfig& config) {
   pin_unused_global_configuration();
   PropertyOutcome outcome;
@@ -135,70 +184,32 @@ PropertyOutcome run_property(const PropertySpec& property, testkit::Backend& sut
   const auto gen = gen_property_input(generation_for(property, config.max_tokens, config.max_legacy_tokens));
   const auto start = std::chrono::steady_clock::now();
 
-  rc::detail::TestParams params;
-  params.seed = config.seed;
-  params.maxSuccess = config.cases * property.case_multiplier;
-  params.maxSize = config.max_size;
-  params.disableShrinking = !config.shrink;
   QuietListener listener;
   rc::detail::TestMetadata metadata;
   metadata.id = property.name;
   metadata.description = property.claim;
-  const auto result = rc::detail::checkProperty(rc::detail::toProperty([&] {
-                                                  const PropertyInput in = *gen;
-                                                  // A case outside the property's profiles is
-                                                  // skipped before its classes count.
-                                                  if (auto why = not_applicable(property, filtered, in.c)) {
-                                                    ++outcome.not_applicable_cases;
-                                                    not_applicable_reason = *why;
-                                                    RC_DISCARD(*why);
-                                                  }
-                                                  Coverage& coverage =
-                                                      last_failure ? shrink_coverage : outcome.coverage;
-                                                  record(coverage, classify(in.c));
-                                                  PropertyContext ctx{filtered, coverage, &last_failure};
-                                                  try {
-                                                    checked(property, in, ctx);
-                                                  } catch (const rc::detail::CaseResult& r) {
-                                                    if (r.type == rc::detail::CaseResult::Type::Discard)
-                                                      ++outcome.discarded;
-                                                    throw;
-                                                  }
-                                                }),
-                                                metadata, params, listener);
+  const auto evaluate = [&] {
+    const PropertyInput in = *gen;
+    // A case outside the property's profiles is skipped before its classes count.
+    if (auto why = not_applicable(property, filtered, in.c)) {
+      ++outcome.not_applicable_cases;
+      not_applicable_reason = *why;
+      RC_DISCARD(*why);
+    }
+    Coverage& coverage = last_failure ? shrink_coverage : outcome.coverage;
+    record(coverage, classify(in.c));
+    PropertyContext ctx{filtered, coverage, &last_failure};
+    try {
+      checked(property, in, ctx);
+    } catch (const rc::detail::CaseResult& r) {
+      if (r.type == rc::detail::CaseResult::Type::Discard) ++outcome.discarded;
+      throw;
+    }
+  };
+  const auto result =
+      rc::detail::checkProperty(rc::detail::toProperty(evaluate), metadata, test_params(property, config), listener);
   outcome.seconds = since(start);
-
-  if (result.template is<rc::detail::SuccessResult>()) {
-    const auto& success = result.template get<rc::detail::SuccessResult>();
-    outcome.passed = true;
-    outcome.cases = success.numSuccess;
-    for (const std::string& cls : property.required_classes)
-      if (outcome.coverage.count(cls) == 0) outcome.missing_classes.push_back(cls);
-  } else if (result.template is<rc::detail::FailureResult>()) {
-    const auto& failure = result.template get<rc::detail::FailureResult>();
-    outcome.cases = failure.numSuccess;
-    outcome.message = failure.description;
-    outcome.failure = last_failure;
-  } else if (result.template is<rc::detail::GaveUpResult>() && outcome.discarded == 0 &&
-             result.template get<rc::detail::GaveUpResult>().numSuccess == 0 && outcome.not_applicable_cases > 0) {
-    outcome.not_applicable = not_applicable_reason;  // every case was outside the property's profiles
-    outcome.message = not_applicable_reason;
-  } else if (result.template is<rc::detail::GaveUpResult>()) {
-    const auto& gave_up = result.template get<rc::detail::GaveUpResult>();
-    outcome.gave_up = true;
-    outcome.cases = gave_up.numSuccess;
-    outcome.message = "gave up after " + std::to_string(outcome.discarded) + " discarded cases" +
-                      (filtered.unsupported_reason.empty()
-                           ? ""
-                           : " (" + sut.name() + " does not implement: " + filtered.unsupported_reason + ")") +
-                      (outcome.not_applicable_cases > 0 ? " and " + std::to_string(outcome.not_applicable_cases) +
-                                                              " cases not applicable: " + not_applicable_reason
-                                                        : "");
-  } else {
-    std::ostringstream os;
-    rc::detail::printResultMessage(result, os);
-    outcome.message = os.str();
-  }
+  read_result(result, property, sut.name(), last_failure, filtered.unsupported_reason, not_applicable_reason, outcome);
   return outcome;
 }
 
@@ -260,10 +271,10 @@ CampaignSummary run_campaign(const CampaignConfig& config, const std::function<v
   return run_campaign(config, sut, progress);
 }
 
-CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut,
-                             const std::function<void(const std::string&)>& progress) {
-  if (config.batch_cases < 1) throw std::invalid_argument("cases per batch must be at least 1");
-  if (config.max_size < 0) throw std::invalid_argument("max size must not be negative");
+namespace {
+
+// The properties a campaign runs: those config.properties names (all when empty), in table order.
+std::vector<const PropertySpec*> selected_properties(const CampaignConfig& config) {
   const std::vector<PropertySpec>& table = config.property_table.empty() ? all_properties() : config.property_table;
   for (const std::string& name : config.properties)
     if (std::none_of(table.begin(), table.end(), [&](const PropertySpec& p) { return p.name == name; }))
@@ -274,161 +285,240 @@ CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut
         std::find(config.properties.begin(), config.properties.end(), p.name) != config.properties.end())
       properties.push_back(&p);
   if (properties.empty()) throw std::invalid_argument("no property matches the selection");
-  const std::size_t count = properties.size();
+  return properties;
+}
 
-  const auto wall_start = std::chrono::steady_clock::now();
-  const std::function<double()> now = config.clock ? config.clock : [wall_start] { return since(wall_start); };
-  const double start = now();
-  const auto elapsed = [&] { return now() - start; };
+// The flags a reproduce line repeats so that it selects what the campaign ran.
+struct ReproduceFlags {
+  std::string limits;    // " --max-tokens N ...", the non-default limits
+  std::string mutation;  // " --mutation NAME", or ""
+  std::string backend;   // " --backend device ...", or "" (the oracle)
+  std::string profile;   // " --profile SPEC", or "" (vllm)
+};
 
-  CampaignSummary summary;
-  summary.backend = sut.name();
-  summary.budget_seconds = config.seconds;
-  summary.max_tokens = config.max_tokens;
-  summary.max_legacy_tokens = config.max_legacy_tokens;
-  summary.first_seed = config.first_seed;
-  summary.last_seed = config.first_seed;
-  for (const PropertySpec* p : properties) {
-    PropertyStats stats;
-    stats.name = p->name;
-    stats.required_classes = p->required_classes;
-    summary.properties.push_back(std::move(stats));
-  }
-  // Seconds and batch cases per property, for the adaptive batch sizes.
-  std::vector<double> spent(count, 0.0), units(count, 0.0);
-  double all_spent = 0.0, all_units = 0.0;
-
-  std::string limits;
-  if (config.max_tokens > 0) limits += " --max-tokens " + std::to_string(config.max_tokens);
-  if (config.max_legacy_tokens > 0) limits += " --max-legacy-tokens " + std::to_string(config.max_legacy_tokens);
-  if (config.max_size != 100) limits += " --max-size " + std::to_string(config.max_size);
-  const std::string mutation_flag = config.mutation == oracle::OracleMutation::kNone
-                                        ? ""
-                                        : " --mutation " + std::string(oracle::mutation_name(config.mutation));
-  const std::string backend_flags = config.backend_flags.empty() ? "" : " " + config.backend_flags;
-  const std::string profile_flag =
+ReproduceFlags reproduce_flags(const CampaignConfig& config) {
+  ReproduceFlags f;
+  if (config.max_tokens > 0) f.limits += " --max-tokens " + std::to_string(config.max_tokens);
+  if (config.max_legacy_tokens > 0) f.limits += " --max-legacy-tokens " + std::to_string(config.max_legacy_tokens);
+  if (config.max_size != 100) f.limits += " --max-size " + std::to_string(config.max_size);
+  f.mutation = config.mutation == oracle::OracleMutation::kNone
+                   ? ""
+                   : " --mutation " + std::string(oracle::mutation_name(config.mutation));
+  f.backend = config.backend_flags.empty() ? "" : " " + config.backend_flags;
+  f.profile =
       config.profile == kvc::vllm_profile() ? "" : " --profile " + shell_quote(kvc::profile_name(config.profile));
+  return f;
+}
+
+// One campaign: rounds of one batch per property until a budget runs out. Holds the clock, the
+// summary and the measured seconds per batch case that size the batches.
+class Campaign {
+ public:
+  Campaign(const CampaignConfig& config, testkit::Backend& sut, const std::function<void(const std::string&)>& progress)
+      : config_(config),
+        sut_(sut),
+        progress_(progress),
+        properties_(selected_properties(config)),
+        count_(properties_.size()),
+        flags_(reproduce_flags(config)),
+        spent_(count_, 0.0),
+        units_(count_, 0.0) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    now_ = config.clock ? config.clock : [wall_start] { return since(wall_start); };
+    start_ = now_();
+    summary_.backend = sut.name();
+    summary_.budget_seconds = config.seconds;
+    summary_.max_tokens = config.max_tokens;
+    summary_.max_legacy_tokens = config.max_legacy_tokens;
+    summary_.first_seed = config.first_seed;
+    summary_.last_seed = config.first_seed;
+    for (const PropertySpec* p : properties_) {
+      PropertyStats stats;
+      stats.name = p->name;
+      stats.required_classes = p->required_classes;
+      summary_.properties.push_back(std::move(stats));
+    }
+  }
+
+  CampaignSummary run() {
+    for (int round = 0; !stop_; ++round) {
+      if (config_.max_rounds > 0 && round >= config_.max_rounds) break;
+      if (!run_round(round)) break;  // nothing fits the remaining budget
+    }
+    summary_.seconds = elapsed();
+    return summary_;
+  }
+
+ private:
+  struct Round {
+    int index = 0;
+    std::uint64_t seed = 0;
+    std::int64_t cases = 0;
+    int batches = 0;
+    std::string resized;  // batches the adaptive sizing made smaller or larger than config.batch_cases
+  };
+
+  double elapsed() const { return now_() - start_; }
+
   // Properties not applicable under the backend's profile are found in their first batch, reported
   // apart (PropertyStats::not_applicable) and not run again; the adaptive sizing shares the time
   // among the others.
-  const auto applicable_from = [&](std::size_t from) {
+  std::size_t applicable_from(std::size_t from) const {
     std::size_t n = 0;
-    for (std::size_t k = from; k < count; ++k) n += summary.properties[k].not_applicable.empty() ? 1 : 0;
+    for (std::size_t k = from; k < count_; ++k) n += summary_.properties[k].not_applicable.empty() ? 1 : 0;
     return n;
-  };
-
-  bool stop = false;
-  for (int round = 0; !stop; ++round) {
-    if (config.max_rounds > 0 && round >= config.max_rounds) break;
-    const std::uint64_t seed = config.first_seed + static_cast<std::uint64_t>(round);
-    const double round_start = elapsed();
-    std::int64_t round_cases = 0;
-    int round_batches = 0;
-    std::string resized;  // batches the adaptive sizing made smaller or larger than config.batch_cases
-    for (std::size_t i = 0; i < count; ++i) {
-      const double remaining = config.seconds - elapsed();
-      if (remaining <= 0 || (config.max_runs > 0 && summary.runs >= config.max_runs) ||
-          (config.max_cases > 0 && summary.cases >= config.max_cases)) {
-        stop = true;
-        break;
-      }
-      const PropertySpec& p = *properties[i];
-      PropertyStats& stats = summary.properties[i];
-      if (!stats.not_applicable.empty()) continue;
-      int n = config.batch_cases;
-      if (config.adaptive) {
-        // A property still missing tracked classes after its first batch may take a larger batch
-        // when its share of time pays for it (cheap properties with many classes: invalid-rejected).
-        const int cap = config.batch_cases * (stats.runs > 0 && !stats.missing_classes().empty() ? kCatchUpFactor : 1);
-        n = adaptive_batch(config.batch_cases,
-                           config.first_batch_cases > 0 ? config.first_batch_cases : config.batch_cases, cap, remaining,
-                           units[i] > 0 ? spent[i] / units[i] : -1.0, all_units > 0 ? all_spent / all_units : -1.0,
-                           applicable_from(i), applicable_from(0), round);
-      }
-      if (config.max_cases > 0) {
-        const std::int64_t left = config.max_cases - summary.cases;
-        n = static_cast<int>(std::min<std::int64_t>(n, (left + p.case_multiplier - 1) / p.case_multiplier));
-      }
-      if (n <= 0) continue;  // does not fit the remaining time; a cheaper property may
-      if (n != config.batch_cases) resized += " " + p.name + " " + std::to_string(n);
-
-      const double batch_start = elapsed();
-      RunConfig run{seed, n, config.max_size, true, config.max_tokens, config.max_legacy_tokens};
-      const PropertyOutcome o = run_property(p, sut, run);
-      if (!o.not_applicable.empty()) {
-        stats.not_applicable = o.not_applicable;
-        progress("  " + p.name + ": " + o.not_applicable + "; reported apart, not run again");
-        continue;
-      }
-      const double batch_seconds = elapsed() - batch_start;
-      spent[i] += batch_seconds;
-      units[i] += n;
-      all_spent += batch_seconds;
-      all_units += n;
-      ++summary.runs;
-      ++round_batches;
-      summary.cases += o.cases;
-      round_cases += o.cases;
-      stats.cases += o.cases;
-      stats.discarded += o.discarded;
-      stats.not_applicable_cases += o.not_applicable_cases;
-      stats.runs += 1;
-      stats.seconds += batch_seconds;
-      for (const auto& [cls, hits] : o.coverage) stats.class_hits[cls] += hits;
-      if (o.gave_up) {
-        progress("  " + p.name + " seed " + std::to_string(seed) + ": " + o.message);
-        continue;
-      }
-      if (o.passed) continue;
-
-      ++stats.failures;
-      if (summary.first_failure_seconds < 0) summary.first_failure_seconds = elapsed();
-      std::ostringstream line;
-      line << "[" << static_cast<int>(elapsed()) << " s] round " << round + 1 << " " << p.name << " seed " << seed
-           << ": FAILED after " << o.cases << " cases";
-      if (o.failure) {
-        std::filesystem::create_directories(config.corpus_dir);
-        const std::string path = config.corpus_dir + "/" + p.name + "-seed" + std::to_string(seed) + ".json";
-        testkit::write_json_file(path, failure_to_json(o, config.mutation));
-        summary.failure_files.push_back(path);
-        line << " (shrunk to: " << o.failure->input << ")\n" << o.failure->message << "\n  case file: " << path;
-        line << "\n  replay on the CPU (oracle" << (mutation_flag.empty() ? "" : " mutant")
-             << (profile_flag.empty() ? "" : " under the file's profile") << "): " << config.program << " replay "
-             << shell_quote(path);
-        if (!backend_flags.empty())
-          line << "\n  replay on this backend:   " << config.program << " replay" << backend_flags << " "
-               << shell_quote(path);
-        else if (mutation_flag.empty() && profile_flag.empty())  // a mutant's failure is the oracle's own defect
-          line << "\n  replay on the device:     " << config.program << " replay --backend device "
-               << shell_quote(path);
-      } else {
-        line << "\n" << o.message << "\n  (no input was recorded: no case file)";
-      }
-      line << "\n  re-run this batch:        " << config.program << " run" << backend_flags << profile_flag
-           << mutation_flag << " --property " << p.name << " --seed " << seed << " --rounds 1 --cases " << n
-           << " --fixed-batch" << limits;
-      progress(line.str());
-      if (config.stop_on_failure) {
-        stop = true;
-        break;
-      }
-    }
-    if (round_batches == 0) break;  // nothing fits the remaining budget
-    summary.rounds = round + 1;
-    summary.last_seed = seed;
-    std::ostringstream line;
-    const double round_seconds = elapsed() - round_start;
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.2f",
-                  round_seconds > 0 ? static_cast<double>(round_cases) / round_seconds : 0.0);
-    line << "[" << static_cast<int>(elapsed()) << " s] round " << round + 1 << " (seed " << seed
-         << "): " << round_batches << "/" << applicable_from(0) << " properties, " << round_cases << " cases, " << rate
-         << " cases/s; total " << summary.cases << " cases";
-    if (!resized.empty()) line << "; batches resized:" << resized;
-    progress(line.str());
   }
-  summary.seconds = elapsed();
-  return summary;
+
+  // False when no batch of the round ran.
+  bool run_round(int round) {
+    Round r;
+    r.index = round;
+    r.seed = config_.first_seed + static_cast<std::uint64_t>(round);
+    const double round_start = elapsed();
+    for (std::size_t i = 0; i < count_ && !stop_; ++i) {
+      const double remaining = config_.seconds - elapsed();
+      if (remaining <= 0 || (config_.max_runs > 0 && summary_.runs >= config_.max_runs) ||
+          (config_.max_cases > 0 && summary_.cases >= config_.max_cases)) {
+        stop_ = true;
+        break;
+      }
+      if (summary_.properties[i].not_applicable.empty()) run_batch(i, remaining, r);
+    }
+    if (r.batches == 0) return false;
+    summary_.rounds = round + 1;
+    summary_.last_seed = r.seed;
+    report_round(r, elapsed() - round_start);
+    return true;
+  }
+
+  // Cases of property i's batch this round (0: it does not fit the remaining time).
+  int batch_size(std::size_t i, double remaining, int round) const {
+    const PropertySpec& p = *properties_[i];
+    const PropertyStats& stats = summary_.properties[i];
+    int n = config_.batch_cases;
+    if (config_.adaptive) {
+      // A property still missing tracked classes after its first batch may take a larger batch
+      // when its share of time pays for it (cheap properties with many classes: invalid-rejected).
+      const int cap = config_.batch_cases * (stats.runs > 0 && !stats.missing_classes().empty() ? kCatchUpFactor : 1);
+      n = adaptive_batch(
+          config_.batch_cases, config_.first_batch_cases > 0 ? config_.first_batch_cases : config_.batch_cases, cap,
+          remaining, units_[i] > 0 ? spent_[i] / units_[i] : -1.0, all_units_ > 0 ? all_spent_ / all_units_ : -1.0,
+          applicable_from(i), applicable_from(0), round);
+    }
+    if (config_.max_cases > 0) {
+      const std::int64_t left = config_.max_cases - summary_.cases;
+      n = static_cast<int>(std::min<std::int64_t>(n, (left + p.case_multiplier - 1) / p.case_multiplier));
+    }
+    return n;
+  }
+
+  void run_batch(std::size_t i, double remaining, Round& r) {
+    const PropertySpec& p = *properties_[i];
+    PropertyStats& stats = summary_.properties[i];
+    const int n = batch_size(i, remaining, r.index);
+    if (n <= 0) return;  // does not fit the remaining time; a cheaper property may
+    if (n != config_.batch_cases) r.resized += " " + p.name + " " + std::to_string(n);
+
+    const double batch_start = elapsed();
+    RunConfig run{r.seed, n, config_.max_size, true, config_.max_tokens, config_.max_legacy_tokens};
+    const PropertyOutcome o = run_property(p, sut_, run);
+    if (!o.not_applicable.empty()) {
+      stats.not_applicable = o.not_applicable;
+      progress_("  " + p.name + ": " + o.not_applicable + "; reported apart, not run again");
+      return;
+    }
+    add_batch(i, o, n, elapsed() - batch_start, r);
+    if (o.gave_up) {
+      progress_("  " + p.name + " seed " + std::to_string(r.seed) + ": " + o.message);
+      return;
+    }
+    if (o.passed) return;
+    ++stats.failures;
+    if (summary_.first_failure_seconds < 0) summary_.first_failure_seconds = elapsed();
+    progress_(failure_report(p, o, n, r));
+    if (config_.stop_on_failure) stop_ = true;
+  }
+
+  // A batch's time, cases and classes, into the property's stats and the campaign's totals.
+  void add_batch(std::size_t i, const PropertyOutcome& o, int n, double batch_seconds, Round& r) {
+    PropertyStats& stats = summary_.properties[i];
+    spent_[i] += batch_seconds;
+    units_[i] += n;
+    all_spent_ += batch_seconds;
+    all_units_ += n;
+    ++summary_.runs;
+    ++r.batches;
+    summary_.cases += o.cases;
+    r.cases += o.cases;
+    stats.cases += o.cases;
+    stats.discarded += o.discarded;
+    stats.not_applicable_cases += o.not_applicable_cases;
+    stats.runs += 1;
+    stats.seconds += batch_seconds;
+    for (const auto& [cls, hits] : o.coverage) stats.class_hits[cls] += hits;
+  }
+
+  // The failure, its case file (written here) and the lines that replay it and re-run the batch.
+  std::string failure_report(const PropertySpec& p, const PropertyOutcome& o, int n, const Round& r) {
+    std::ostringstream line;
+    line << "[" << static_cast<int>(elapsed()) << " s] round " << r.index + 1 << " " << p.name << " seed " << r.seed
+         << ": FAILED after " << o.cases << " cases";
+    if (o.failure) {
+      std::filesystem::create_directories(config_.corpus_dir);
+      const std::string path = config_.corpus_dir + "/" + p.name + "-seed" + std::to_string(r.seed) + ".json";
+      testkit::write_json_file(path, failure_to_json(o, config_.mutation));
+      summary_.failure_files.push_back(path);
+      line << " (shrunk to: " << o.failure->input << ")\n" << o.failure->message << "\n  case file: " << path;
+      line << "\n  replay on the CPU (oracle" << (flags_.mutation.empty() ? "" : " mutant")
+           << (flags_.profile.empty() ? "" : " under the file's profile") << "): " << config_.program << " replay "
+           << shell_quote(path);
+      if (!flags_.backend.empty())
+        line << "\n  replay on this backend:   " << config_.program << " replay" << flags_.backend << " "
+             << shell_quote(path);
+      else if (flags_.mutation.empty() && flags_.profile.empty())  // a mutant's failure is the oracle's own defect
+        line << "\n  replay on the device:     " << config_.program << " replay --backend device " << shell_quote(path);
+    } else {
+      line << "\n" << o.message << "\n  (no input was recorded: no case file)";
+    }
+    line << "\n  re-run this batch:        " << config_.program << " run" << flags_.backend << flags_.profile
+         << flags_.mutation << " --property " << p.name << " --seed " << r.seed << " --rounds 1 --cases " << n
+         << " --fixed-batch" << flags_.limits;
+    return line.str();
+  }
+
+  void report_round(const Round& r, double round_seconds) {
+    std::ostringstream line;
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.2f", round_seconds > 0 ? static_cast<double>(r.cases) / round_seconds : 0.0);
+    line << "[" << static_cast<int>(elapsed()) << " s] round " << r.index + 1 << " (seed " << r.seed
+         << "): " << r.batches << "/" << applicable_from(0) << " properties, " << r.cases << " cases, " << rate
+         << " cases/s; total " << summary_.cases << " cases";
+    if (!r.resized.empty()) line << "; batches resized:" << r.resized;
+    progress_(line.str());
+  }
+
+  const CampaignConfig& config_;
+  testkit::Backend& sut_;
+  const std::function<void(const std::string&)>& progress_;
+  const std::vector<const PropertySpec*> properties_;
+  const std::size_t count_;
+  const ReproduceFlags flags_;
+  std::function<double()> now_;
+  double start_ = 0.0;
+  CampaignSummary summary_;
+  // Seconds and batch cases per property and over all of them, for the adaptive batch sizes.
+  std::vector<double> spent_, units_;
+  double all_spent_ = 0.0, all_units_ = 0.0;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+CampaignSummary run_campaign(const CampaignConfig& config, testkit::Backend& sut,
+                             const std::function<void(const std::string&)>& progress) {
+  if (config.batch_cases < 1) throw std::invalid_argument("cases per batch must be at least 1");
+  if (config.max_size < 0) throw std::invalid_argument("max size must not be negative");
+  return Campaign(config, sut, progress).run();
 }
 
 }  // namespace kvc::fuzz

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/cos_sin_cache.h"
 #include "kvc/oracle/storage16.h"
+#include "kvc/resolved_case.h"
 #include "testkit/cases/case_builder.h"
 
 namespace kvc::fuzz {
@@ -186,77 +188,90 @@ InsertCase build_case(const CaseRecipe& r) {
   return testkit::make_legacy_case(c, q);
 }
 
-std::vector<std::string> classify(const InsertCase& c) {
-  std::vector<std::string> out;
-  const auto format = format_of(c);
-  if (!format) return out;
-  out.push_back("format:" + std::string(layout_of(*format).name));
-  out.push_back(c.op == InsertOp::kLegacy ? "op:legacy" : "op:kv-only");
-  const DType dt = c.kv.meta.dtype;
-  const Bits16& p = bits16(dt);
-  if (dt == DType::kF16) out.push_back("kv:f16");
-  const std::int64_t m = c.num_inserted();
-  std::int64_t live = 0;
+namespace {
+
+// What the live rows' values hold: edge classes of the NoPE blocks, specials in the RoPE dims.
+struct ValueClasses {
   bool seen[kEdgeClassCount] = {};
   bool rope_nan = false, rope_inf = false, rope_neg_zero = false, rope_subnormal = false;
   bool inf_block_zero = false;  // a packed block holding +-Inf and a +-0 (the Inf block policy's sharpest case)
-  const int width = block_width(*format);
-  for (std::int64_t t = 0; t < m; ++t) {
-    if (c.slots.load<std::int64_t>(t) < 0) continue;
-    ++live;
-    for (int d = kNopeDim; d < kHeadDim; ++d) {
-      const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + d);
-      const float v = widen(bits, dt);
-      rope_nan |= std::isnan(v);
-      rope_inf |= std::isinf(v);
-      rope_neg_zero |= bits == p.neg_zero;
-      rope_subnormal |= is_subnormal(bits, p);
-    }
-    for (int b = 0; b < nope_blocks(*format); ++b) {
-      float amax = 0.0f, second = 0.0f;
-      bool all_zero = true, has_inf = false, has_zero = false;
-      std::uint16_t amax_bits = 0;
-      for (int i = 0; i < width; ++i) {
-        const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + b * width + i);
-        const float v = widen(bits, dt);
-        if (std::isnan(v))
-          seen[static_cast<int>(EdgeClass::kNaN)] = true;
-        else if (std::isinf(v))
-          seen[static_cast<int>(v > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf)] = true;
-        has_inf |= std::isinf(v);
-        has_zero |= (bits & 0x7FFF) == 0;
-        if (bits == 0) seen[static_cast<int>(EdgeClass::kPosZero)] = true;
-        if (bits == p.neg_zero) seen[static_cast<int>(EdgeClass::kNegZero)] = true;
-        if (is_subnormal(bits, p)) seen[static_cast<int>(EdgeClass::kSubnormal)] = true;
-        if ((bits & 0x7FFF) != 0) all_zero = false;
-        const float a = std::fabs(v);
-        if (!std::isnan(a) && a > amax) {
-          second = amax;
-          amax = a;
-          amax_bits = static_cast<std::uint16_t>(bits & 0x7FFF);
-        } else if (!std::isnan(a) && a > second) {
-          second = a;
-        }
-      }
-      if (all_zero) seen[static_cast<int>(EdgeClass::kZeroBlock)] = true;
-      inf_block_zero |= is_packed(*format) && has_inf && has_zero;
-      if (std::isfinite(amax) && amax > 0 && second < amax / 64)
-        seen[static_cast<int>(EdgeClass::kOutlierBlock)] = true;
-      for (int k = kMinAmaxPower; k <= p.max_amax_power; ++k) {
-        const std::uint16_t peak = narrow(std::ldexp(kFp8Max, k), dt);
-        if (amax_bits == peak) seen[static_cast<int>(EdgeClass::kAmaxPow2)] = true;
-        if (amax_bits == peak + 1) seen[static_cast<int>(EdgeClass::kAmaxAboveUlp)] = true;
-        if (amax_bits == peak - 1) seen[static_cast<int>(EdgeClass::kAmaxBelowUlp)] = true;
-      }
+
+  void mark(EdgeClass e) { seen[static_cast<int>(e)] = true; }
+};
+
+void classify_rope_dims(const InsertCase& c, std::int64_t t, ValueClasses& v) {
+  const DType dt = c.kv.meta.dtype;
+  const Bits16& p = bits16(dt);
+  for (int d = kNopeDim; d < kHeadDim; ++d) {
+    const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + d);
+    const float x = widen(bits, dt);
+    v.rope_nan |= std::isnan(x);
+    v.rope_inf |= std::isinf(x);
+    v.rope_neg_zero |= bits == p.neg_zero;
+    v.rope_subnormal |= is_subnormal(bits, p);
+  }
+}
+
+// The amax classes of a block whose largest magnitude has the bits `amax_bits`.
+void classify_amax(std::uint16_t amax_bits, DType dt, ValueClasses& v) {
+  for (int k = kMinAmaxPower; k <= bits16(dt).max_amax_power; ++k) {
+    const std::uint16_t peak = narrow(std::ldexp(kFp8Max, k), dt);
+    if (amax_bits == peak) v.mark(EdgeClass::kAmaxPow2);
+    if (amax_bits == peak + 1) v.mark(EdgeClass::kAmaxAboveUlp);
+    if (amax_bits == peak - 1) v.mark(EdgeClass::kAmaxBelowUlp);
+  }
+}
+
+void classify_nope_block(const InsertCase& c, std::int64_t t, int b, RecordFormat f, ValueClasses& v) {
+  const DType dt = c.kv.meta.dtype;
+  const Bits16& p = bits16(dt);
+  const int width = block_width(f);
+  float amax = 0.0f, second = 0.0f;
+  bool all_zero = true, has_inf = false, has_zero = false;
+  std::uint16_t amax_bits = 0;
+  for (int i = 0; i < width; ++i) {
+    const std::uint16_t bits = c.kv.load<std::uint16_t>(t * kHeadDim + b * width + i);
+    const float x = widen(bits, dt);
+    if (std::isnan(x))
+      v.mark(EdgeClass::kNaN);
+    else if (std::isinf(x))
+      v.mark(x > 0 ? EdgeClass::kPosInf : EdgeClass::kNegInf);
+    has_inf |= std::isinf(x);
+    has_zero |= (bits & 0x7FFF) == 0;
+    if (bits == 0) v.mark(EdgeClass::kPosZero);
+    if (bits == p.neg_zero) v.mark(EdgeClass::kNegZero);
+    if (is_subnormal(bits, p)) v.mark(EdgeClass::kSubnormal);
+    if ((bits & 0x7FFF) != 0) all_zero = false;
+    const float a = std::fabs(x);
+    if (!std::isnan(a) && a > amax) {
+      second = amax;
+      amax = a;
+      amax_bits = static_cast<std::uint16_t>(bits & 0x7FFF);
+    } else if (!std::isnan(a) && a > second) {
+      second = a;
     }
   }
-  if (rope_nan) out.push_back("rope-dims:nan");
-  if (rope_inf) out.push_back("rope-dims:inf");
-  if (rope_neg_zero) out.push_back("rope-dims:-0");
-  if (rope_subnormal) out.push_back("rope-dims:subnormal");
-  if (inf_block_zero) out.push_back("inf-block:zero");
-  for (int i = 0; i < kEdgeClassCount; ++i)
-    if (seen[i]) out.push_back(edge_class_name(static_cast<EdgeClass>(i)));
+  if (all_zero) v.mark(EdgeClass::kZeroBlock);
+  v.inf_block_zero |= is_packed(f) && has_inf && has_zero;
+  if (std::isfinite(amax) && amax > 0 && second < amax / 64) v.mark(EdgeClass::kOutlierBlock);
+  classify_amax(amax_bits, dt, v);
+}
+
+// Every live row (t < M, slot >= 0): its RoPE dims and its NoPE blocks.
+ValueClasses classify_values(const InsertCase& c, RecordFormat f) {
+  ValueClasses v;
+  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
+    if (c.slots.load<std::int64_t>(t) < 0) continue;
+    classify_rope_dims(c, t, v);
+    for (int b = 0; b < nope_blocks(f); ++b) classify_nope_block(c, t, b, f, v);
+  }
+  return v;
+}
+
+// The classes of the case's shape: token count, skipped slots, DP padding, block size, page
+// padding, the fused kv_norm.
+void classify_shape(const InsertCase& c, const ResolvedInsertCase& r, std::vector<std::string>& out) {
+  const std::int64_t m = r.inserted, live = r.live_rows;
   if (m == 0) out.push_back("tokens:zero");
   if (m >= kTokenCutoff) out.push_back("tokens:>=1024");
   if (m > 0 && live == 0) out.push_back("slots:all-skipped");
@@ -264,10 +279,30 @@ std::vector<std::string> classify(const InsertCase& c) {
   if (c.num_rows() > m) out.push_back("dp-padding");
   const std::int64_t bs = c.block_size;
   out.push_back((bs & (bs - 1)) == 0 ? "block-size:pow2" : "block-size:non-pow2");
-  const RecordLayout& l = layout_of(*format);
+  const RecordLayout& l = r.layout;
   const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(bs) : bs * c.cache.token_stride_bytes();
   if (c.cache.page_stride_bytes() > dense) out.push_back("page-padding");
   if (c.kv_norm_weight.present) out.push_back("fused-kv-norm");
+}
+
+}  // namespace
+
+std::vector<std::string> classify(const InsertCase& c) {
+  std::vector<std::string> out;
+  const std::optional<ResolvedInsertCase> resolved = resolve(c);
+  if (!resolved) return out;
+  out.push_back("format:" + std::string(resolved->layout.name));
+  out.push_back(c.op == InsertOp::kLegacy ? "op:legacy" : "op:kv-only");
+  if (c.kv.meta.dtype == DType::kF16) out.push_back("kv:f16");
+  const ValueClasses v = classify_values(c, resolved->format);
+  if (v.rope_nan) out.push_back("rope-dims:nan");
+  if (v.rope_inf) out.push_back("rope-dims:inf");
+  if (v.rope_neg_zero) out.push_back("rope-dims:-0");
+  if (v.rope_subnormal) out.push_back("rope-dims:subnormal");
+  if (v.inf_block_zero) out.push_back("inf-block:zero");
+  for (int i = 0; i < kEdgeClassCount; ++i)
+    if (v.seen[i]) out.push_back(edge_class_name(static_cast<EdgeClass>(i)));
+  classify_shape(c, *resolved, out);
   return out;
 }
 

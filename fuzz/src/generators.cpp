@@ -2,7 +2,9 @@
 #include "kvc/fuzz/generators.h"
 
 #include <functional>
+#include <optional>
 
+#include "kvc/resolved_case.h"
 #include "testkit/cases/rule_breakers.h"
 
 namespace kvc::fuzz {
@@ -137,8 +139,8 @@ rc::Gen<PropertyInput> gen_property_input(GenConfig config) {
 }
 
 std::ostream& operator<<(std::ostream& os, const PropertyInput& in) {
-  const auto f = format_of(in.c);
-  os << (in.c.op == InsertOp::kLegacy ? "legacy " : "kv-only ") << (f ? layout_of(*f).name : "?")
+  const std::optional<ResolvedInsertCase> resolved = resolve(in.c);
+  os << (in.c.op == InsertOp::kLegacy ? "legacy " : "kv-only ") << (resolved ? resolved->layout.name : "?")
      << (in.c.kv.meta.dtype == DType::kF16 ? " f16" : "") << ", " << in.c.num_inserted() << " tokens, "
      << in.c.num_rows() << " rows, " << in.c.cache.num_blocks << " pages x " << in.c.block_size << ", page stride "
      << in.c.cache.page_stride_bytes() << " B, aux " << in.aux;

@@ -12,6 +12,7 @@
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/record_codec.h"
 #include "kvc/oracle/ue8m0.h"
+#include "kvc/resolved_case.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -78,7 +79,7 @@ std::vector<std::int64_t> iota_rows(std::int64_t from, std::int64_t to) {
 // The legacy case kv-only-equals-legacy runs a KV-only problem as: the same KV rows, no kv_norm
 // (it is fused only in front of the KV-only op), and Q heads, padding and flags drawn from `aux`.
 InsertCase legacy_twin(const InsertCase& kv_only, std::uint64_t aux, std::int64_t* padded_heads = nullptr) {
-  const RecordFormat f = *format_of(kv_only);
+  const RecordFormat f = resolve_or_throw(kv_only).format;
   testkit::QuerySpec q;
   std::uint64_t a = aux;
   q.padded_heads = is_packed(f) ? kSupportedHeadPadding[a % kSupportedHeadPadding.size()] : 0;
@@ -156,12 +157,12 @@ void locality(const PropertyInput& in, PropertyContext& ctx) {
   const std::vector<std::uint8_t> canary = testkit::make_outputs(in.c).cache;
   const testkit::DiffReport r = testkit::diff_case_backings(in.c, canary, out.cache);
   for (const auto& [cls, count] : r.count_by_class) {
-    if (cls == "page padding" || cls == "row gap" || cls == "outside the cache" || cls == "foreign slot") {
+    if (testkit::is_outside_addressed_records(cls)) {
       testkit::ReportContext rc_ctx;
       rc_ctx.expected_name = "canary";
       rc_ctx.actual_name = "backing after insert";
       fail(in, ctx,
-           "bytes outside the addressed records changed (" + cls + ")\n" +
+           "bytes outside the addressed records changed (" + std::string(testkit::name(cls)) + ")\n" +
                testkit::format_case_report(in.c, r, canary, out.cache, rc_ctx));
     }
   }
@@ -221,8 +222,7 @@ void idempotent(const PropertyInput& in, PropertyContext& ctx) {
 // excludes: the property states that it holds under `before` only (ProfileScope).
 void scale_by_power_of_two(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
-  const RecordFormat f = *format_of(c);
-  const RecordLayout& l = layout_of(f);
+  const RecordLayout& l = resolve_or_throw(c).layout;
   std::vector<std::int64_t> live;
   for (std::int64_t t = 0; t < c.num_inserted(); ++t)
     if (c.slots.load<std::int64_t>(t) >= 0) live.push_back(t);
@@ -275,8 +275,7 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
     neg.kv.store<std::uint16_t>(i, c.kv.load<std::uint16_t>(i) ^ 0x8000);
   const InsertOutputs a = run_ok(c, in, ctx, "original");
   const InsertOutputs b = run_ok(neg, in, ctx, "negated");
-  const RecordFormat f = *format_of(c);
-  const RecordLayout& l = layout_of(f);
+  const RecordLayout& l = resolve_or_throw(c).layout;
   const oracle::PagedCacheView v = testkit::view_of(c);
   for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
     const std::int64_t slot = c.slots.load<std::int64_t>(t);
@@ -316,9 +315,10 @@ void negation_flips_sign(const PropertyInput& in, PropertyContext& ctx) {
 // whose normed rows are not the correctly rounded ones this computes (ProfileScope).
 void dequantization_bound(const PropertyInput& in, PropertyContext& ctx) {
   const InsertCase& c = in.c;
-  const RecordFormat f = *format_of(c);
+  const ResolvedInsertCase resolved = resolve_or_throw(c);
+  const RecordFormat f = resolved.format;
   if (f == RecordFormat::kBf16_512) return;
-  const RecordLayout& l = layout_of(f);
+  const RecordLayout& l = resolved.layout;
   const bool rotated = ctx.sut.declared_profile(c).rope == kvc::RopePolicy::kRotate;
   const InsertOutputs out = run_ok(c, in, ctx, "insert");
   const oracle::PagedCacheView v = testkit::view_of(c);
@@ -360,7 +360,7 @@ void invalid_rejected(const PropertyInput& in, PropertyContext& ctx) {
   // The generator drew the rule (aux) first and a case it applies to second.
   const auto& breakers = testkit::rule_breakers();
   const testkit::RuleBreaker& b = breakers[in.aux % breakers.size()];
-  if (!b.applies(in.c.op, *format_of(in.c))) return;
+  if (!b.applies(in.c.op, resolve_or_throw(in.c).format)) return;
   InsertCase broken = in.c;
   InsertOutputs out = testkit::make_outputs(in.c);
   if (!b.apply(broken, out)) return;  // nothing to break in this case (no live slot, one row, ...)
@@ -527,8 +527,8 @@ std::optional<std::string> not_applicable(const PropertySpec& property, const te
   const ProfileScope& scope = property.profiles;
   const kvc::Profile p = judged_profile(sut, c);
   if (!scope.holds_under(p))
-    return "not applicable under " + kvc::profile_name(p) + " (" + property.name + " holds under " +
-           scope.description + ")";
+    return "not applicable under " + kvc::profile_name(p) + " (" + property.name + " holds under " + scope.description +
+           ")";
   if (scope.same_record_policies_across_ops && c.op == InsertOp::kKvOnly) {
     const kvc::Profile kv = sut.declared_profile(without_kv_norm(c));
     testkit::QuerySpec q;  // the dummy query: a backend declares per op, format and kv dtype

@@ -9,6 +9,7 @@
 #include "kvc/contract.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/golden/sha256.h"
+#include "kvc/resolved_case.h"
 #include "kvc/case_fields.h"
 #include "testkit/io/case_fields_io.h"
 
@@ -97,21 +98,24 @@ std::string Fixture::provenance() const {
          g.value(key(mf::kTorchVersion), std::string("?"));
 }
 
-Fixture load_fixture(const std::string& manifest_path) {
-  Fixture f;
-  f.manifest_path = manifest_path;
-  f.name = std::filesystem::path(manifest_path).stem().string();
-  std::ifstream in(manifest_path);
-  if (!in) throw CorruptFixtureError(FixtureProblem::kUnreadable, f.name, "cannot read " + manifest_path);
+namespace {
+
+// What the manifest says of the payload: its size and hash, and its labelled ranges.
+struct PayloadManifest {
+  Range whole;
+  std::vector<std::pair<std::string, Range>> ranges;
+};
+
+// The manifest (JSON of this format version, this contract and profile) and its fields.
+PayloadManifest read_manifest(Fixture& f) {
+  std::ifstream in(f.manifest_path);
+  if (!in) throw CorruptFixtureError(FixtureProblem::kUnreadable, f.name, "cannot read " + f.manifest_path);
   try {
     f.manifest = json::parse(in);
   } catch (const json::exception& e) {
     throw CorruptFixtureError(FixtureProblem::kMalformed, f.name, std::string("not JSON: ") + e.what());
   }
-
-  std::vector<std::uint8_t> payload;
-  std::vector<std::pair<std::string, Range>> ranges;
-  Range whole;
+  PayloadManifest pm;
   try {
     const json& m = f.manifest;
     if (!m.is_object() || !m.contains(key(mf::kFormatKey)) || m.at(key(mf::kFormatKey)) != mf::kFormatVersion)
@@ -128,28 +132,32 @@ Fixture load_fixture(const std::string& manifest_path) {
     f.seed = member(m, mf::kSeed, "manifest").get<std::uint64_t>();
     f.canary = member(member(m, mf::kExpected, "manifest"), mf::kCanary, "expected").get<std::uint8_t>();
     const json& p = member(m, mf::kPayload, "manifest");
-    whole.size = member(p, mf::kSize, "payload").get<std::int64_t>();
-    whole.sha256 = member(p, mf::kSha256, "payload").get<std::string>();
+    pm.whole.size = member(p, mf::kSize, "payload").get<std::int64_t>();
+    pm.whole.sha256 = member(p, mf::kSha256, "payload").get<std::string>();
     f.payload_path =
-        (std::filesystem::path(manifest_path).parent_path() / member(p, mf::kFile, "payload").get<std::string>())
+        (std::filesystem::path(f.manifest_path).parent_path() / member(p, mf::kFile, "payload").get<std::string>())
             .string();
-    ranges = ranges_of(m);
+    pm.ranges = ranges_of(m);
   } catch (const CorruptFixtureError&) {
     throw;
   } catch (const std::exception& e) {
     throw CorruptFixtureError(FixtureProblem::kMalformed, f.name, e.what());
   }
+  return pm;
+}
 
+// The payload, of the size and sha256 the manifest records (a mismatch names the damaged ranges).
+std::vector<std::uint8_t> read_payload(const Fixture& f, const PayloadManifest& pm) {
   std::ifstream bin(f.payload_path, std::ios::binary);
   if (!bin) throw CorruptFixtureError(FixtureProblem::kUnreadable, f.name, "cannot read payload " + f.payload_path);
-  payload.assign(std::istreambuf_iterator<char>(bin), std::istreambuf_iterator<char>());
-  if (static_cast<std::int64_t>(payload.size()) != whole.size)
+  std::vector<std::uint8_t> payload(std::istreambuf_iterator<char>(bin), std::istreambuf_iterator<char>{});
+  if (static_cast<std::int64_t>(payload.size()) != pm.whole.size)
     throw CorruptFixtureError(FixtureProblem::kPayloadSize, f.name,
                               f.payload_path + " holds " + std::to_string(payload.size()) +
-                                  " bytes, the manifest says " + std::to_string(whole.size));
-  if (const std::string actual = sha256_hex(payload); actual != whole.sha256) {
+                                  " bytes, the manifest says " + std::to_string(pm.whole.size));
+  if (const std::string actual = sha256_hex(payload); actual != pm.whole.sha256) {
     std::string damaged;
-    for (const auto& [label, r] : ranges) {
+    for (const auto& [label, r] : pm.ranges) {
       if (r.offset + r.size > static_cast<std::int64_t>(payload.size())) continue;
       if (sha256_hex(payload.data() + r.offset, static_cast<std::size_t>(r.size)) != r.sha256)
         damaged += (damaged.empty() ? "" : ", ") + label + " [" + std::to_string(r.offset) + ", " +
@@ -157,9 +165,14 @@ Fixture load_fixture(const std::string& manifest_path) {
     }
     throw CorruptFixtureError(FixtureProblem::kHashMismatch, f.name,
                               "payload " + f.payload_path + " has sha256 " + actual + ", the manifest records " +
-                                  whole.sha256 + "; damaged ranges: " + (damaged.empty() ? "none found" : damaged));
+                                  pm.whole.sha256 + "; damaged ranges: " + (damaged.empty() ? "none found" : damaged));
   }
+  return payload;
+}
 
+// The case (its tensors' bytes sliced from the payload, each range checked against its hash) and
+// the expected bytes, checked against the format and sizes the case implies.
+void read_case(Fixture& f, const std::vector<std::uint8_t>& payload, const PayloadManifest& pm) {
   try {
     const auto codec = testkit::TensorBytesCodec{
         [](std::string_view, const HostTensor&, json&) {
@@ -174,12 +187,12 @@ Fixture load_fixture(const std::string& manifest_path) {
           return bytes;
         }};
     f.c = testkit::insert_case_fields_from_json(member(f.manifest, mf::kCase, "manifest"), codec);
-    for (const auto& [label, r] : ranges) {
+    for (const auto& [label, r] : pm.ranges) {
       if (label == "expected.cache") f.expected_cache = slice(payload, r, label);
       if (label == "expected.q_out") f.expected_q_out = slice(payload, r, label);
     }
-    const auto format = format_of(f.c);
-    if (!format || layout_of(*format).name != f.record_format)
+    const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
+    if (!resolved || resolved->layout.name != f.record_format)
       throw std::runtime_error("the case's cache is not the format \"" + f.record_format + "\" the manifest names");
     if (static_cast<std::int64_t>(f.expected_cache.size()) != f.c.cache.backing_bytes())
       throw std::runtime_error("expected.cache holds " + std::to_string(f.expected_cache.size()) +
@@ -193,6 +206,16 @@ Fixture load_fixture(const std::string& manifest_path) {
   } catch (const std::exception& e) {
     throw CorruptFixtureError(FixtureProblem::kMalformed, f.name, e.what());
   }
+}
+
+}  // namespace
+
+Fixture load_fixture(const std::string& manifest_path) {
+  Fixture f;
+  f.manifest_path = manifest_path;
+  f.name = std::filesystem::path(manifest_path).stem().string();
+  const PayloadManifest pm = read_manifest(f);
+  read_case(f, read_payload(f, pm), pm);
   return f;
 }
 

@@ -3,22 +3,25 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/fp16.h"
 #include "kvc/oracle/fp8_e4m3.h"
+#include "kvc/oracle/q_out_codec.h"
 #include "kvc/profile.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
 
 namespace kvc::golden {
 namespace {
 
-// Whether the case has RMSNorm rows (whose bytes depend on the rsqrt a backend uses).
+// Whether the case has RMSNorm rows (whose bytes depend on the rsqrt a backend uses): Q heads
+// (packed: Hp > 0; full caches: H > 0) or the fused kv_norm.
 bool has_norm_rows(const InsertCase& c) {
   if (c.op == InsertOp::kKvOnly) return c.kv_norm_weight.present;
-  const bool packed = is_packed(*format_of(c));
-  return c.apply_q_norm && (packed ? c.padded_heads() > 0 : c.q.meta.rank() == 3 && c.q.meta.size(1) > 0);
+  return c.apply_q_norm && resolve_or_throw(c).q_out.heads > 0;
 }
 
 std::string test_name_of(const std::string& fixture) {
@@ -28,18 +31,12 @@ std::string test_name_of(const std::string& fixture) {
   return s;
 }
 
-// "token 1 head 2 dim 48" for a q_out element index, in q_out's layout (docs/contract.md §4.2).
-std::string q_out_position(const InsertCase& c, std::int64_t element) {
-  if (c.q_out.rank() != 3) return "element " + std::to_string(element);
-  const std::int64_t heads = c.q_out.size(1), per_token = heads * kHeadDim;
-  const std::int64_t t = element / per_token, rem = element % per_token;
-  std::int64_t h = rem / kHeadDim, d = rem % kHeadDim;
-  if (c.q_interleaved && is_packed(*format_of(c))) {
-    const std::int64_t lane = rem / (heads * kDimsPerLane);
-    h = rem % (heads * kDimsPerLane) / kDimsPerLane;
-    d = lane * kDimsPerLane + rem % kDimsPerLane;
-  }
-  return "token " + std::to_string(t) + " head " + std::to_string(h) + " dim " + std::to_string(d);
+// "token 1 head 2 dim 48" for a q_out byte, in q_out's layout (docs/contract.md §4.2), or
+// "element N" for a byte no element of the layout holds.
+std::string q_out_position(const QOutLayout& q, std::int64_t byte, std::int64_t element) {
+  const std::optional<oracle::QOutElement> e = oracle::locate_q_out_byte(q, byte);
+  if (!e) return "element " + std::to_string(element);
+  return "token " + std::to_string(e->token) + " head " + std::to_string(e->head) + " dim " + std::to_string(e->dim);
 }
 
 // The q_out element at `element` of a buffer, decoded: "bf16 0x3f80 = 1".
@@ -66,6 +63,7 @@ std::string q_out_report(const Fixture& f, const std::vector<std::uint8_t>& actu
   if (expected.size() != actual.size())
     return s + " sizes differ: " + std::to_string(actual.size()) + " vs " + std::to_string(expected.size()) +
            " bytes\n";
+  const QOutLayout layout = resolve_or_throw(f.c).q_out;
   const int es = dtype_size(f.c.q_out.dtype);
   std::int64_t mismatches = 0;
   std::string shown;
@@ -80,8 +78,8 @@ std::string q_out_report(const Fixture& f, const std::vector<std::uint8_t>& actu
     ++listed;
     char bytes[64];
     std::snprintf(bytes, sizeof bytes, "expected 0x%02x actual 0x%02x", expected[i], actual[i]);
-    shown += "  q_out byte " + std::to_string(i) + " " + q_out_position(f.c, element) + ": " + bytes +
-             "\n      expected " + q_out_value(f.c, expected, element) + "\n      actual   " +
+    shown += "  q_out byte " + std::to_string(i) + " " + q_out_position(layout, static_cast<std::int64_t>(i), element) +
+             ": " + bytes + "\n      expected " + q_out_value(f.c, expected, element) + "\n      actual   " +
              q_out_value(f.c, actual, element) + "\n";
   }
   return s + ": " + std::to_string(mismatches) + " mismatching bytes of " + std::to_string(expected.size()) + "\n" +

@@ -29,6 +29,7 @@
 #include "kvc/golden/fixture_check.h"
 #include "kvc/golden/manifest_schema.h"
 #include "kvc/oracle/record_codec.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -98,13 +99,14 @@ TEST(GoldenFixtures, CoverEveryOpFormatAndFlag) {
   std::set<std::string> have;
   for (const golden::Fixture& f : all_fixtures()) {
     const InsertCase& c = f.c;
-    const std::string fmt = std::string(layout_of(*format_of(c)).name);
+    const ResolvedInsertCase resolved = resolve_or_throw(c);
+    const std::string fmt = std::string(resolved.layout.name);
     const bool f16 = c.kv.meta.dtype == DType::kF16;
     if (c.op == InsertOp::kKvOnly) {
       have.insert("kv_only " + fmt + (c.kv_norm_weight.present ? " kv_norm" : ""));
       continue;
     }
-    if (is_packed(*format_of(c))) {
+    if (resolved.packed()) {
       const std::int64_t hp = c.padded_heads();
       have.insert("legacy " + fmt + " hp" + std::to_string(hp));
       if (hp > 0 && !c.apply_q_norm) have.insert("legacy " + fmt + " no_q_norm");
@@ -183,7 +185,7 @@ TEST(GoldenFixtures, InputsHoldEveryEdgeClassAndExpectationsEveryEdgeOutcome) {
   for (const golden::Fixture& f : all_fixtures()) {
     const InsertCase& c = f.c;
     const bool f16 = c.kv.meta.dtype == DType::kF16;
-    const RecordFormat format = *format_of(c);
+    const RecordFormat format = resolve_or_throw(c).format;
     const oracle::PagedCacheView view = testkit::view_of(c);
     if (f16) ++hits["kv:f16"];
     if (c.num_inserted() < c.num_rows()) ++hits["dp-padding rows"];

@@ -31,12 +31,6 @@ void put(std::vector<std::uint8_t>& out, std::int64_t byte_offset, T v) {
 
 }  // namespace
 
-std::int64_t q_out_offset(std::int64_t t, std::int64_t h, int d, std::int64_t heads, bool interleaved) {
-  if (!interleaved) return (t * heads + h) * kHeadDim + d;
-  const int lane = d / kDimsPerLane, i = d % kDimsPerLane;
-  return t * heads * kHeadDim + static_cast<std::int64_t>(lane) * heads * kDimsPerLane + h * kDimsPerLane + i;
-}
-
 float q_head_rms_inverse(const InsertCase& c, std::int64_t t, std::int64_t h) {
   float e[kHeadDim];
   load_q_head(c, t, h, e);
@@ -50,28 +44,19 @@ void q_head_before_store(const InsertCase& c, std::int64_t t, std::int64_t h, fl
   if (!is_packed(*format_of(c)) || c.apply_q_rope) rope_at_row_position(c, t, e);
 }
 
-int q_out_element_bytes(const InsertCase& c) { return dtype_size(c.q_out.dtype); }
-
 std::int64_t q_out_byte_offset(const InsertCase& c, std::int64_t t, std::int64_t h, int d) {
-  const bool packed = is_packed(*format_of(c));
-  const std::int64_t heads = packed ? c.padded_heads() : c.q.meta.size(1);
-  return c.q_out.offset_bytes + q_out_offset(t, h, d, heads, interleaved_q(c)) * q_out_element_bytes(c);
+  return q_out_byte_offset(q_out_layout(c, *format_of(c)), t, h, d);
 }
 
 void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const float* e,
                   std::vector<std::uint8_t>& q_out) {
-  const RecordFormat f = *format_of(c);
-  const bool packed = is_packed(f);
-  const std::int64_t heads = packed ? c.padded_heads() : c.q.meta.size(1);
-  const bool interleaved = interleaved_q(c);
-  const int size = q_out_element_bytes(c);
-  const float q_scale_inv = f == RecordFormat::kFp8_512 ? c.q_scale_inv.load<float>(0) : 0.0f;
+  const QOutLayout layout = q_out_layout(c, *format_of(c));
+  const float q_scale_inv = layout.kind == QOutKind::kFp8 ? c.q_scale_inv.load<float>(0) : 0.0f;
   for (int d = 0; d < kHeadDim; ++d) {
-    const std::int64_t at =
-        c.q_out.offset_bytes + q_out_offset(t, h, d, heads, interleaved) * size;  // q_out_byte_offset, hoisted
-    if (packed)
+    const std::int64_t at = q_out_byte_offset(layout, t, h, d);
+    if (layout.kind == QOutKind::kPadded)
       put<std::uint16_t>(q_out, at, narrow16(e[d], c.q.meta.dtype));
-    else if (f == RecordFormat::kFp8_512)
+    else if (layout.kind == QOutKind::kFp8)
       put<std::uint8_t>(q_out, at, e4m3_encode(e[d] * q_scale_inv));
     else
       put<std::uint16_t>(q_out, at, float_to_bf16(e[d]));
@@ -81,10 +66,10 @@ void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const flo
 Status legacy_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& o) {
   if (Status s = validate_legacy_insert(c, o.level); !s.ok()) return s;
   if (Status s = validate_outputs(c, out); !s.ok()) return s;
-  const bool packed = is_packed(*format_of(c));
+  const QOutLayout layout = q_out_layout(c, *format_of(c));
   const std::int64_t heads = c.q.meta.size(1);
   // Packed: Hp heads, H..Hp-1 zero-filled (Hp = 0 writes no Q); full caches: the H heads of q.
-  const std::int64_t out_heads = packed ? c.padded_heads() : heads;
+  const std::int64_t out_heads = layout.heads;
   // Each row writes its own [out_heads, 512] block of the contiguous q_out: rows run in parallel
   // (parallel_rows.h), a chunk being worth a thread at about kMinRowsPerThread head rows.
   const std::int64_t rows_per_thread =
@@ -99,9 +84,7 @@ Status legacy_insert(const InsertCase& c, InsertOutputs& out, const OracleOption
               q_head_before_store(c, t, h, e);
               store_q_head(c, t, h, e, out.q_out);
             } else {  // padding head (packed only, q's 16-bit dtype)
-              for (int d = 0; d < kHeadDim; ++d)
-                put<std::uint16_t>(out.q_out,
-                                   c.q_out.offset_bytes + 2 * q_out_offset(t, h, d, out_heads, c.q_interleaved), 0);
+              for (int d = 0; d < kHeadDim; ++d) put<std::uint16_t>(out.q_out, q_out_byte_offset(layout, t, h, d), 0);
             }
           }
         }

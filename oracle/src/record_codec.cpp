@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kvc/hex_text.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/storage16.h"
 #include "kvc/oracle/ue8m0.h"
@@ -18,11 +19,6 @@ std::uint16_t load16(const std::vector<std::uint8_t>& b, std::int64_t off) {
 std::uint8_t load8(const std::vector<std::uint8_t>& b, std::int64_t off) {
   if (off < 0 || off >= static_cast<std::int64_t>(b.size())) return 0;
   return b[static_cast<std::size_t>(off)];
-}
-std::string hex(unsigned v, int digits) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%0*x", digits, v);
-  return buf;
 }
 std::string num(double v) {
   char buf[48];

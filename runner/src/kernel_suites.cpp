@@ -11,6 +11,7 @@
 #include "testkit/cases/registry.h"
 #include "kvc/golden/fixture.h"
 #include "kvc/golden/fixture_check.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/device/device_backend.h"
@@ -155,8 +156,9 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
     for (const std::string& path : golden::fixture_manifests(options.fixtures_dir)) {
       try {
         golden::Fixture f = golden::load_fixture(path);
-        const std::optional<RecordFormat> format = format_of(f.c);
-        if (options.selects(f.c.op) && format && options.selects(*format) && options.within_tokens(f.c.num_inserted()))
+        const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
+        if (options.selects(f.c.op) && resolved && options.selects(resolved->format) &&
+            options.within_tokens(f.c.num_inserted()))
           fixtures.push_back(std::move(f));
       } catch (const golden::CorruptFixtureError& e) {
         CheckResult r = check(kSuiteGolden, "-", "-", std::filesystem::path(path).stem().string());

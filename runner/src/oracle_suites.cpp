@@ -11,6 +11,7 @@
 #include "kvc/golden/fixture_check.h"
 #include "kvc/oracle/parallel_rows.h"
 #include "kvc/oracle/record_codec.h"
+#include "kvc/resolved_case.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -56,8 +57,8 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
   for (const std::string& path : manifests) {
     try {
       golden::Fixture f = golden::load_fixture(path);
-      const std::optional<RecordFormat> format = format_of(f.c);
-      if (!options.selects(f.c.op) || !format || !options.selects(*format) ||
+      const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
+      if (!options.selects(f.c.op) || !resolved || !options.selects(resolved->format) ||
           !options.within_tokens(f.c.num_inserted()))
         continue;
       fixtures.push_back(std::move(f));
@@ -125,12 +126,12 @@ void invalid_suite(const RunOptions& options, const RunSink& sink) {
 // Bytes outside the addressed records, and addressed records left as they were.
 void check_locality(const InsertCase& c, const InsertOutputs& initial, const InsertOutputs& out, CheckResult& r) {
   const testkit::DiffReport written = testkit::diff_case_backings(c, initial.cache, out.cache);
-  for (const char* stray : {"page padding", "row gap", "outside the cache", "foreign slot"}) {
+  for (const testkit::ByteClass stray : testkit::kOutsideAddressedRecords) {
     if (written.count_by_class.count(stray) == 0) continue;
     testkit::ReportContext ctx;
     ctx.expected_name = "the backing before the call";
     ctx.actual_name = "the oracle's";
-    fail(r, std::string("bytes outside the addressed records changed (") + stray + ")\n" +
+    fail(r, std::string("bytes outside the addressed records changed (") + std::string(testkit::name(stray)) + ")\n" +
                 testkit::format_case_report(c, written, initial.cache, out.cache, ctx));
     return;
   }

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "kvc/oracle/bf16.h"
+#include "kvc/resolved_case.h"
 
 namespace kvc::testkit {
 
@@ -64,7 +65,7 @@ InsertCase make_legacy_case(const InsertCase& kv_only, const QuerySpec& query) {
   c.apply_q_norm = query.apply_q_norm;
   c.apply_q_rope = query.apply_q_rope;
   c.q_interleaved = query.q_interleaved;
-  const RecordFormat f = *format_of(c);
+  const RecordFormat f = resolve_or_throw(c).format;
   auto meta = [](DType t, std::vector<std::int64_t> sizes) {
     TensorMeta m;
     m.dtype = t;

@@ -1,17 +1,10 @@
 // registry.cpp: the conformance matrix (see registry.h).
 #include "testkit/cases/registry.h"
 
-#include <cctype>
+#include "testkit/cases/test_name.h"
 
 namespace kvc::cases {
 namespace {
-
-// "packed584" -> "Packed584", "fp8_512" -> "Fp8_512": test names that read like the format.
-std::string capitalized(std::string_view s) {
-  std::string out(s);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
-}
 
 // Exponent range of KvValues::kWideRange: chunk exponents 2^-24..2^9 reach the bf16 values whose
 // blocks get the smallest and largest UE8M0 scales as well as fp8_512 saturation (|x| / 0.7 >
@@ -49,7 +42,7 @@ std::vector<std::uint16_t> draw_rows(KvValues kind, testkit::Rng& rng, std::int6
 }  // namespace
 
 std::string ConformanceSpec::name() const {
-  return capitalized(layout_of(format).name) + "_Tokens" + std::to_string(tokens) + "_Bs" + std::to_string(block_size) +
+  return testkit::format_test_name(format) + "_Tokens" + std::to_string(tokens) + "_Bs" + std::to_string(block_size) +
          (padded_pages ? "_Padded" : "_Dense");
 }
 

@@ -2,8 +2,10 @@
 #include "testkit/cases/rule_breakers.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
+
+#include "kvc/resolved_case.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::testkit {
 namespace {
@@ -52,12 +54,12 @@ bool make_non_contiguous(HostTensor& t) {
   return true;
 }
 
-}  // namespace
+using C = InsertCase;
+using O = InsertOutputs;
 
-const std::vector<RuleBreaker>& rule_breakers() {
-  using C = InsertCase;
-  using O = InsertOutputs;
-  static const std::vector<RuleBreaker> table = {
+// The kv tensor: dtype, row width, contiguity, presence.
+std::vector<RuleBreaker> kv_tensor_breakers() {
+  return {
       {"KvFloat32", ErrorCode::kKvDtype, kContract, any,
        [](C& c, O&) {
          retype(c.kv, DType::kF32);
@@ -80,6 +82,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.kv = HostTensor{};
          return true;
        }},
+  };
+}
+
+// Tensors on another device than kv.
+std::vector<RuleBreaker> device_breakers() {
+  return {
       {"SlotsOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any,
        [](C& c, O&) {
          c.slots.meta.device = 1;
@@ -95,6 +103,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.q_out.device = 1;
          return true;
        }},
+  };
+}
+
+// The cache view: rank, block size, stride(2), dtype, width.
+std::vector<RuleBreaker> cache_view_breakers() {
+  return {
       {"CacheRank2", ErrorCode::kCacheRank, kContract, any,
        [](C& c, O&) {
          c.cache.rank = 2;
@@ -137,6 +151,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.cache.width = 584;
          return true;
        }},
+  };
+}
+
+// The slot and position tensors and the cos/sin table: dtype, rank, length.
+std::vector<RuleBreaker> index_tensor_breakers() {
+  return {
       {"SlotsInt32", ErrorCode::kSlotsInvalid, kContract, any,
        [](C& c, O&) {
          c.slots.meta.dtype = DType::kI32;
@@ -164,6 +184,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          reshape(c.cos_sin, {c.cos_sin.meta.size(0), 32});
          return true;
        }},
+  };
+}
+
+// What the cache format asks of the rest: kv dtype, the fp8 scale, the packed page stride.
+std::vector<RuleBreaker> cache_format_breakers() {
+  return {
       {"Bf16CacheWithFloat16Kv", ErrorCode::kKvDtype, kContract,
        [](InsertOp op, RecordFormat f) { return op == InsertOp::kLegacy && f == RecordFormat::kBf16_512; },
        [](C& c, O&) {
@@ -186,6 +212,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.cache.stride0 = std::int64_t{1} << 31;
          return true;
        }},
+  };
+}
+
+// The legacy op's Q side: q_in, q_out, head padding, the Q scale.
+std::vector<RuleBreaker> q_breakers() {
+  return {
       // The other 16-bit type than kv's (the fuzzer generates fp16 legacy cases too).
       {"QDtypeOtherThanKv", ErrorCode::kQDtype, kContract, legacy,
        [](C& c, O&) {
@@ -226,6 +258,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.q_scale_inv = HostTensor{};
          return true;
        }},
+  };
+}
+
+// The fused kv_norm weight.
+std::vector<RuleBreaker> kv_norm_breakers() {
+  return {
       {"NormWeightOf256", ErrorCode::kNormWeightInvalid, kContract, kv_only,
        [](C& c, O&) {
          c.kv_norm_weight = make_tensor(DType::kBF16, {256});
@@ -236,9 +274,15 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim});
          return true;
        }},
+  };
+}
+
+// Strict level: strides below the dense page or row, misaligned bases.
+std::vector<RuleBreaker> strict_layout_breakers() {
+  return {
       {"PageStrideBelowDensePage", ErrorCode::kPageStrideBelowDense, kStrict, any,
        [](C& c, O&) {
-         const RecordLayout& l = layout_of(*format_of(c));
+         const RecordLayout& l = resolve_or_throw(c).layout;
          const std::int64_t dense = l.paged_regions ? l.dense_page_bytes(c.cache.block_size)
                                                     : c.cache.block_size * c.cache.token_stride_bytes();
          c.cache.stride0 = (dense - kAlignment) / c.cache.element_bytes();
@@ -248,7 +292,7 @@ const std::vector<RuleBreaker>& rule_breakers() {
        [](InsertOp, RecordFormat f) { return !is_packed(f); },
        [](C& c, O&) {
          // Rows overlap; the page stride still covers block_size rows of the old stride.
-         c.cache.stride1 = (layout_of(*format_of(c)).data_bytes - kAlignment) / c.cache.element_bytes();
+         c.cache.stride1 = (resolve_or_throw(c).layout.data_bytes - kAlignment) / c.cache.element_bytes();
          return true;
        }},
       {"MisalignedCacheBase", ErrorCode::kMisaligned, kStrict, any,
@@ -262,6 +306,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.kv.bytes.insert(c.kv.bytes.begin(), 2, 0);
          return true;
        }},
+  };
+}
+
+// Slot and position values: out of range, duplicated.
+std::vector<RuleBreaker> slot_and_position_value_breakers() {
+  return {
       {"SlotBeyondTheCache", ErrorCode::kSlotOutOfRange, kContract, any,
        [](C& c, O&) {
          const std::int64_t row = first_live_row(c);
@@ -298,6 +348,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.positions.store<std::int64_t>(row, -1);
          return true;
        }},
+  };
+}
+
+// Strict level: scale values that are zero, NaN or infinite.
+std::vector<RuleBreaker> scale_value_breakers() {
+  return {
       {"Fp8ScaleZero", ErrorCode::kFp8ScaleValue, kStrict, fp8_cache,
        [](C& c, O&) {
          c.fp8_scale.store<float>(0, 0.0f);
@@ -313,6 +369,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.q_scale_inv.store<float>(0, INFINITY);
          return true;
        }},
+  };
+}
+
+// Hostile metadata: an unknown op, malformed tensor metadata, a negative stride.
+std::vector<RuleBreaker> hostile_metadata_breakers() {
+  return {
       {"UnknownOpCode", ErrorCode::kWrongOp, kContract, any,
        [](C& c, O&) {
          c.op = static_cast<InsertOp>(7);
@@ -333,6 +395,12 @@ const std::vector<RuleBreaker>& rule_breakers() {
          c.cache.stride0 = -std::max<std::int64_t>(c.cache.stride0, 1);
          return true;
        }},
+  };
+}
+
+// Harness rules: outputs and inputs that do not cover the case.
+std::vector<RuleBreaker> harness_breakers() {
+  return {
       {"BackingTooSmall", ErrorCode::kBackingTooSmall, kContract, any,
        [](C&, O& out) {
          out.cache.resize(out.cache.size() / 2);
@@ -353,6 +421,21 @@ const std::vector<RuleBreaker>& rule_breakers() {
          return true;
        }},
   };
+}
+
+}  // namespace
+
+const std::vector<RuleBreaker>& rule_breakers() {
+  // The families in table order: the invalid-input matrix names and orders its cells by it.
+  static const std::vector<RuleBreaker> table = [] {
+    std::vector<RuleBreaker> all;
+    for (std::vector<RuleBreaker> (*family)() :
+         {kv_tensor_breakers, device_breakers, cache_view_breakers, index_tensor_breakers, cache_format_breakers,
+          q_breakers, kv_norm_breakers, strict_layout_breakers, slot_and_position_value_breakers, scale_value_breakers,
+          hostile_metadata_breakers, harness_breakers})
+      for (RuleBreaker& b : family()) all.push_back(std::move(b));
+    return all;
+  }();
   return table;
 }
 
@@ -366,9 +449,7 @@ std::vector<RuleMatrixEntry> rule_matrix() {
 }
 
 std::string rule_matrix_name(const RuleMatrixEntry& e) {
-  std::string f(layout_of(e.format).name);
-  f[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(f[0])));
-  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + f;
+  return e.breaker->name + (e.op == InsertOp::kLegacy ? "_Legacy_" : "_KvOnly_") + format_test_name(e.format);
 }
 
 void PrintTo(const RuleMatrixEntry& e, std::ostream* os) { *os << rule_matrix_name(e); }

@@ -60,9 +60,11 @@ StackedCtxKvShape small_stacked_shape() {
 
 StackedCtxKvCase small_stacked_case() { return make_stacked_ctx_kv_case(small_stacked_shape()); }
 
-const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
-  static const std::vector<StackedRuleBreaker> table = {
-      // Malformed metadata and short inputs (generic codes, at every level).
+namespace {
+
+// Malformed metadata and short inputs (generic codes, at every level).
+std::vector<StackedRuleBreaker> malformed_metadata_breakers() {
+  return {
       row("XStridesOfAnotherRank", ErrorCode::kTensorMetaInvalid, kContract, false,
           [](Case& c, Outputs&) { c.x.meta.strides.push_back(1); }),
       row("KPoolOffsetOddBytes", ErrorCode::kTensorMetaInvalid, kContract, false,
@@ -72,14 +74,24 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
           }),
       row("WeightBytesShort", ErrorCode::kInputTooSmall, kContract, false,
           [](Case& c, Outputs&) { layer(c, 1).qkv_weight.bytes.pop_back(); }),
-      // x
+  };
+}
+
+// x: presence, dtype, rank, contiguity.
+std::vector<StackedRuleBreaker> x_breakers() {
+  return {
       row("XMissing", ErrorCode::kStackedXShape, kContract, false, [](Case& c, Outputs&) { c.x = HostTensor{}; }),
       row("XFloat32", ErrorCode::kStackedXDtype, kContract, true, [](Case& c, Outputs&) { retype(c.x, DType::kF32); }),
       row("XOneDimensional", ErrorCode::kStackedXShape, kContract, true,
           [](Case& c, Outputs&) { reshape(c.x, {c.x.meta.size(0) * c.x.meta.size(1)}); }),
       row("XNotContiguous", ErrorCode::kStackedXNotContiguous, kContract, true,
           [](Case& c, Outputs&) { spread_rows(c.x); }),
-      // layers
+  };
+}
+
+// Layers: their count and head geometry.
+std::vector<StackedRuleBreaker> layer_geometry_breakers() {
+  return {
       row("NoLayers", ErrorCode::kStackedLayerCount, kContract, true,
           [](Case& c, Outputs& out) {
             c.layers.clear();
@@ -98,6 +110,12 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
           [](Case& c, Outputs&) { layer(c, 0).num_kv_heads = 0; }),
       row("NegativeQSize", ErrorCode::kStackedHeadGeometry, kContract, true,
           [](Case& c, Outputs&) { layer(c, 1).q_size = -8; }),
+  };
+}
+
+// Layers: the qkv weight and bias, the k_norm weight.
+std::vector<StackedRuleBreaker> weight_breakers() {
+  return {
       row("WeightFloat32", ErrorCode::kStackedWeightDtype, kContract, true,
           [](Case& c, Outputs&) { retype(layer(c, 1).qkv_weight, DType::kF32); }),
       row("WeightMissing", ErrorCode::kStackedWeightDtype, kContract, false,
@@ -120,6 +138,12 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
           [](Case& c, Outputs&) { reshape(layer(c, 1).k_norm_weight, {layer(c, 1).head_dim + 2}); }),
       row("NormWeightMissing", ErrorCode::kStackedNormWeightInvalid, kContract, false,
           [](Case& c, Outputs&) { layer(c, 1).k_norm_weight = HostTensor{}; }),
+  };
+}
+
+// The cos/sin tables, positions and cache_loc.
+std::vector<StackedRuleBreaker> table_and_index_breakers() {
+  return {
       row("CosSinOfHeadDimPlusTwo", ErrorCode::kStackedCosSinInvalid, kContract, true,
           [](Case& c, Outputs&) {
             HostTensor& t = layer(c, 1).cos_sin;
@@ -131,6 +155,12 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
           [](Case& c, Outputs&) { reshape(c.positions, {c.positions.meta.size(0) - 1}); }),
       row("CacheLocInt32", ErrorCode::kStackedCacheLocInvalid, kContract, true,
           [](Case& c, Outputs&) { retype(c.cache_loc, DType::kI32); }),
+  };
+}
+
+// The K and V pools: dtype, shape, head stride.
+std::vector<StackedRuleBreaker> pool_breakers() {
+  return {
       row("KPoolFloat32", ErrorCode::kStackedPoolDtype, kContract, true,
           [](Case& c, Outputs& out) {
             layer(c, 0).k_pool.dtype = DType::kF32;
@@ -150,11 +180,22 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
             m.strides[0] = m.sizes[1] * m.strides[1];
             refit_outputs(c, out);
           }),
+  };
+}
+
+// Tensors on another device.
+std::vector<StackedRuleBreaker> device_breakers() {
+  return {
       row("NormWeightOnDevice1", ErrorCode::kStackedDeviceMismatch, kContract, false,
           [](Case& c, Outputs&) { layer(c, 1).k_norm_weight.meta.device = 1; }),
       row("VPoolOnDevice1", ErrorCode::kStackedDeviceMismatch, kContract, false,
           [](Case& c, Outputs&) { layer(c, 0).v_pool.device = 1; }),
-      // Strict: overlapping slots, duplicates. Range rules hold at the contract level (values).
+  };
+}
+
+// Strict: overlapping slots, duplicates. Range rules hold at the contract level (values).
+std::vector<StackedRuleBreaker> strict_and_value_breakers() {
+  return {
       row("KPoolSlotStrideBelowSlot", ErrorCode::kStackedPoolSlotsOverlap, kStrict, true,
           [](Case& c, Outputs& out) {
             layer(c, 0).k_pool.strides[0] = layer(c, 0).kv_size() - 1;
@@ -166,12 +207,31 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
           [](Case& c, Outputs&) { c.cache_loc.store<std::int64_t>(2, c.cache_loc.load<std::int64_t>(0)); }),
       row("PositionBeyondTable", ErrorCode::kStackedPositionOutOfRange, kContract, false,
           [](Case& c, Outputs&) { c.positions.store<std::int64_t>(0, layer(c, 1).cos_sin.meta.size(0)); }),
-      // Harness: the caller's pool buffers.
+  };
+}
+
+// Harness: the caller's pool buffers.
+std::vector<StackedRuleBreaker> harness_breakers() {
+  return {
       row("KPoolBufferOneByteShort", ErrorCode::kStackedPoolBufferTooSmall, kContract, false,
           [](Case&, Outputs& out) { out.k_pools[1].pop_back(); }),
       row("NoVPoolBuffers", ErrorCode::kStackedPoolBufferTooSmall, kContract, false,
           [](Case&, Outputs& out) { out.v_pools.clear(); }),
   };
+}
+
+}  // namespace
+
+const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
+  // The families in table order: the stacked invalid-input tests are named and ordered by it.
+  static const std::vector<StackedRuleBreaker> table = [] {
+    std::vector<StackedRuleBreaker> all;
+    for (std::vector<StackedRuleBreaker> (*family)() :
+         {malformed_metadata_breakers, x_breakers, layer_geometry_breakers, weight_breakers, table_and_index_breakers,
+          pool_breakers, device_breakers, strict_and_value_breakers, harness_breakers})
+      for (StackedRuleBreaker& b : family()) all.push_back(std::move(b));
+    return all;
+  }();
   return table;
 }
 

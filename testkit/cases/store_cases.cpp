@@ -109,20 +109,23 @@ StoreCase small_valid_store_case(RecordFormat format, StorePages pages, std::uin
   return make_store_case(shape, policy_edge_rows(kRows, seed), indices);
 }
 
-const std::vector<StoreRuleBreaker>& store_rule_breakers() {
-  using B = StoreRuleBreaker;
-  const auto any = [](StorePages) { return true; };
-  const auto view = [](StorePages p) { return p == StorePages::kPagedView; };
-  const auto flat = [](StorePages p) { return p == StorePages::kSglangFlat; };
-  constexpr ValidationLevel kContract = ValidationLevel::kContract, kStrict = ValidationLevel::kStrict;
-  // Index i's value, whatever the index dtype.
-  const auto set_index = [](StoreCase& c, std::int64_t i, std::int64_t v) {
-    if (c.indices.meta.dtype == DType::kI32)
-      c.indices.store<std::int32_t>(i, static_cast<std::int32_t>(v));
-    else
-      c.indices.store<std::int64_t>(i, v);
-  };
-  static const std::vector<B> table = {
+namespace {
+
+constexpr ValidationLevel kContract = ValidationLevel::kContract, kStrict = ValidationLevel::kStrict;
+bool any(StorePages) { return true; }
+bool view(StorePages p) { return p == StorePages::kPagedView; }
+bool flat(StorePages p) { return p == StorePages::kSglangFlat; }
+// Index i's value, whatever the index dtype.
+void set_index(StoreCase& c, std::int64_t i, std::int64_t v) {
+  if (c.indices.meta.dtype == DType::kI32)
+    c.indices.store<std::int32_t>(i, static_cast<std::int32_t>(v));
+  else
+    c.indices.store<std::int64_t>(i, v);
+}
+
+// Hostile metadata: malformed rows, indices or cache metadata, rows shorter than they claim.
+std::vector<StoreRuleBreaker> malformed_metadata_breakers() {
+  return {
       {"RowsMetadataMalformed", ErrorCode::kTensorMetaInvalid, kContract, any,
        [](StoreCase& c, auto&) { c.rows.meta.strides.push_back(1); }},
       {"IndicesNegativeSize", ErrorCode::kTensorMetaInvalid, kContract, any,
@@ -131,6 +134,12 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
        [](StoreCase& c, auto&) { c.cache.offset_bytes = -16; }},
       {"RowsBytesShort", ErrorCode::kInputTooSmall, kContract, any,
        [](StoreCase& c, auto&) { c.rows.bytes.pop_back(); }},
+  };
+}
+
+// The rows: presence, dtype, [N, 512], contiguity.
+std::vector<StoreRuleBreaker> rows_breakers() {
+  return {
       {"RowsMissing", ErrorCode::kKvShape, kContract, any, [](StoreCase& c, auto&) { c.rows.present = false; }},
       {"RowsFloat16", ErrorCode::kKvDtype, kContract, any,
        [](StoreCase& c, auto&) { c.rows.meta.dtype = DType::kF16; }},
@@ -144,6 +153,12 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
          c.rows.meta.sizes = {c.num_rows() / 2, kHeadDim};
          c.rows.meta.strides = {2 * kHeadDim, 1};
        }},
+  };
+}
+
+// The indices: presence, dtype, rank, contiguity, one per row.
+std::vector<StoreRuleBreaker> indices_breakers() {
+  return {
       {"IndicesMissing", ErrorCode::kStoreIndicesInvalid, kContract, any,
        [](StoreCase& c, auto&) { c.indices.present = false; }},
       {"IndicesFloat32", ErrorCode::kStoreIndicesInvalid, kContract, any,
@@ -160,10 +175,22 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
        }},
       {"OneIndexFewer", ErrorCode::kStoreIndicesRowMismatch, kContract, any,
        [](StoreCase& c, auto&) { c.indices.meta.sizes[0] -= 1; }},
+  };
+}
+
+// Indices and cache on another device than the rows.
+std::vector<StoreRuleBreaker> device_breakers() {
+  return {
       {"IndicesOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any,
        [](StoreCase& c, auto&) { c.indices.meta.device = 1; }},
       {"CacheOnAnotherDevice", ErrorCode::kDeviceMismatch, kContract, any,
        [](StoreCase& c, auto&) { c.cache.device = 1; }},
+  };
+}
+
+// The cache: packed, its rank, block size, width, strides and page size.
+std::vector<StoreRuleBreaker> cache_breakers() {
+  return {
       {"CacheBf16", ErrorCode::kStoreCacheNotPacked, kContract, any,
        [](StoreCase& c, auto&) { c.cache.dtype = DType::kBF16; }},
       {"CacheRank4", ErrorCode::kStoreCacheRank, kContract, any,
@@ -193,8 +220,14 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
          c.cache.sizes[0] = 1;
          c.cache.strides[0] = std::int64_t{1} << 31;
        }},
+  };
+}
+
+// Index values, and the strict level: strides below the dense page, misaligned bases, duplicate indices.
+std::vector<StoreRuleBreaker> index_value_and_strict_breakers() {
+  return {
       {"IndexAtCapacity", ErrorCode::kSlotOutOfRange, kContract, any,
-       [set_index](StoreCase& c, auto&) { set_index(c, 0, store_cache_geometry(c).num_blocks * c.block_size); }},
+       [](StoreCase& c, auto&) { set_index(c, 0, store_cache_geometry(c).num_blocks * c.block_size); }},
       {"PageStrideBelowDense", ErrorCode::kPageStrideBelowDense, kStrict, any,
        [](StoreCase& c, std::vector<std::uint8_t>& backing) {
          c.cache.strides[0] = layout_of(store_format(c)).dense_page_bytes(c.block_size) - kAlignment;
@@ -218,7 +251,13 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
          backing = make_store_backing(c);
        }},
       {"DuplicateIndex", ErrorCode::kDuplicateSlot, kStrict, any,
-       [set_index](StoreCase& c, auto&) { set_index(c, 1, c.index(0)); }},
+       [](StoreCase& c, auto&) { set_index(c, 1, c.index(0)); }},
+  };
+}
+
+// Harness rules: a backing or index bytes that do not cover the case.
+std::vector<StoreRuleBreaker> harness_breakers() {
+  return {
       {"BackingShort", ErrorCode::kBackingTooSmall, kContract, any,
        [](StoreCase& c, std::vector<std::uint8_t>& backing) {
          backing.resize(static_cast<std::size_t>(store_cache_geometry(c).backing_bytes() - 1));
@@ -226,6 +265,20 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
       {"IndicesBytesShort", ErrorCode::kInputTooSmall, kContract, any,
        [](StoreCase& c, auto&) { c.indices.bytes.pop_back(); }},
   };
+}
+
+}  // namespace
+
+const std::vector<StoreRuleBreaker>& store_rule_breakers() {
+  // The families in table order: the store invalid-input tests are named and ordered by it.
+  static const std::vector<StoreRuleBreaker> table = [] {
+    std::vector<StoreRuleBreaker> all;
+    for (std::vector<StoreRuleBreaker> (*family)() :
+         {malformed_metadata_breakers, rows_breakers, indices_breakers, device_breakers, cache_breakers,
+          index_value_and_strict_breakers, harness_breakers})
+      for (StoreRuleBreaker& b : family()) all.push_back(std::move(b));
+    return all;
+  }();
   return table;
 }
 

@@ -5,13 +5,17 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "kvc/hex_text.h"
 #include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
+#include "kvc/oracle/q_out_codec.h"
 #include "kvc/oracle/record_codec.h"
+#include "kvc/resolved_case.h"
 #include "testkit/compare/backing_diff.h"
 
 namespace kvc::testkit {
@@ -32,13 +36,12 @@ struct RowBytes {
   std::vector<std::pair<std::int64_t, std::int64_t>> cache, q_out;
 };
 
-RowBytes bytes_of(const InsertCase& c, const NormRow& row) {
+RowBytes bytes_of(const InsertCase& c, const QOutLayout& q_out, const NormRow& row) {
   RowBytes b;
   if (row.kind == NormRowKind::kQHead) {
-    const int size = oracle::q_out_element_bytes(c);
     for (int d = 0; d < kHeadDim; ++d) {
-      const std::int64_t at = oracle::q_out_byte_offset(c, row.token, row.head, d);
-      b.q_out.push_back({at, at + size});
+      const std::int64_t at = oracle::q_out_byte_offset(q_out, row.token, row.head, d);
+      b.q_out.push_back({at, at + q_out.element_bytes});
     }
   } else {
     const oracle::PagedCacheView v = view_of(c);
@@ -61,11 +64,8 @@ bool ranges_equal(const std::vector<std::pair<std::int64_t, std::int64_t>>& rang
   return true;
 }
 
-std::string hex32(float x) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", oracle::bits_of(x));
-  return s;
-}
+// r's fp32 bits: "0x3f800000".
+std::string hex32(float x) { return hex(oracle::bits_of(x), 8); }
 
 std::string offset_text(int ulps) {
   if (ulps == 0) return "r";
@@ -147,8 +147,7 @@ std::vector<NormRow> norm_rows(const InsertCase& c) {
   std::vector<NormRow> rows;
   if (c.op == InsertOp::kLegacy) {
     if (!c.apply_q_norm) return rows;
-    const bool packed = is_packed(*format_of(c));
-    if (packed && c.padded_heads() == 0) return rows;  // Hp = 0: no Q output at all
+    if (resolve_or_throw(c).q_out.heads == 0) return rows;  // packed with Hp = 0: no Q output at all
     for (std::int64_t t = 0; t < c.num_rows(); ++t)
       for (std::int64_t h = 0; h < c.q.meta.size(1); ++h) rows.push_back({NormRowKind::kQHead, t, h, -1});
     return rows;
@@ -173,24 +172,6 @@ float offset_by_ulps(float r, int ulps) {
 }
 
 namespace {
-
-// The (token, head, dim) whose element holds q output byte `at` (-1s when none does).
-struct QElement {
-  std::int64_t token = -1, head = -1;
-  int dim = -1;
-};
-QElement locate_q_byte(const InsertCase& c, std::int64_t at) {
-  if (c.op != InsertOp::kLegacy || !format_of(c)) return {};
-  const std::int64_t heads = is_packed(*format_of(c)) ? c.padded_heads() : c.q.meta.size(1);
-  const int size = oracle::q_out_element_bytes(c);
-  for (std::int64_t t = 0; t < c.num_rows(); ++t)
-    for (std::int64_t h = 0; h < heads; ++h)
-      for (int d = 0; d < kHeadDim; ++d) {
-        const std::int64_t first = oracle::q_out_byte_offset(c, t, h, d);
-        if (at >= first && at < first + size) return {t, h, d};
-      }
-  return {};
-}
 
 float exact_r_of(const InsertCase& c, const NormRow& row) {
   return row.kind == NormRowKind::kQHead ? oracle::q_head_rms_inverse(c, row.token, row.head)
@@ -221,12 +202,14 @@ ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, 
   ApproxRsqrtResult result;
   result.mode = mode;
   InsertOutputs adjusted = expected;
+  const std::optional<ResolvedInsertCase> resolved = resolve(c);
+  const QOutLayout q_layout = resolved ? resolved->q_out : QOutLayout{};
   const bool comparable = expected.cache.size() == actual.cache.size() && expected.q_out.size() == actual.q_out.size();
   const auto exact_r = [&](const NormRow& row) { return exact_r_of(c, row); };
   if (mode == RsqrtMode::kApproximate && comparable) {
     Search s;
     s.row_equal = [&](const NormRow& row) {
-      const RowBytes b = bytes_of(c, row);
+      const RowBytes b = bytes_of(c, q_layout, row);
       return ranges_equal(b.cache, adjusted.cache, actual.cache) && ranges_equal(b.q_out, adjusted.q_out, actual.q_out);
     };
     s.rewrite = [&](const NormRow& row, int k) { rewrite_norm_row(c, row, k, adjusted); };
@@ -256,7 +239,8 @@ ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, 
     s << "\n";
     for (std::size_t k = 0; k < std::min(q_mismatches.size(), DiffReport::kShown); ++k) {
       const std::int64_t at = q_mismatches[k];
-      const QElement e = locate_q_byte(c, at);
+      // -1s for a byte no element holds.
+      const oracle::QOutElement e = oracle::locate_q_out_byte(q_layout, at).value_or(oracle::QOutElement{});
       char line[160];
       std::snprintf(line, sizeof line,
                     "  q_out byte %lld (token %lld head %lld dim %d): expected 0x%02x actual 0x%02x\n",

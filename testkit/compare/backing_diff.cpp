@@ -8,11 +8,6 @@
 namespace kvc::testkit {
 namespace {
 
-bool is_record_field(oracle::Field f) {
-  return f == oracle::Field::kFp8Code || f == oracle::Field::kValue16 || f == oracle::Field::kScale ||
-         f == oracle::Field::kScalePad || f == oracle::Field::kRowGap;
-}
-
 std::string describe_location(const ByteMismatch& m, const oracle::PagedCacheView& v) {
   const oracle::ByteLocation& l = m.location;
   std::ostringstream s;
@@ -38,9 +33,8 @@ std::string describe_location(const ByteMismatch& m, const oracle::PagedCacheVie
 
 }  // namespace
 
-std::string mismatch_class(const ByteMismatch& m) {
-  if (m.foreign_slot) return "foreign slot";
-  return std::string(oracle::field_name(m.location.field));
+ByteClass mismatch_class(const ByteMismatch& m) {
+  return m.foreign_slot ? ByteClass::kForeignSlot : byte_class(m.location.field);
 }
 
 DiffReport diff_backings(const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
@@ -56,7 +50,7 @@ DiffReport diff_backings(const std::vector<std::uint8_t>& expected, const std::v
     m.expected = expected[i];
     m.actual = actual[i];
     m.location = oracle::locate(view, m.offset);
-    m.foreign_slot = is_record_field(m.location.field) && addressed_slots.count(m.location.slot) == 0;
+    m.foreign_slot = byte_class(m.location, addressed_slots) == ByteClass::kForeignSlot;
     ++r.mismatch_count;
     ++r.count_by_class[mismatch_class(m)];
     if (r.first.size() < DiffReport::kShown) {
@@ -83,12 +77,12 @@ std::string format_report(const DiffReport& r, const std::vector<std::uint8_t>& 
       pct, sizeof pct, "%.4f",
       r.compared_bytes ? 100.0 * static_cast<double>(r.mismatch_count) / static_cast<double>(r.compared_bytes) : 0.0);
   s << "  " << r.mismatch_count << " mismatching bytes (" << pct << "% of " << r.compared_bytes << ")\n";
-  for (const auto& [cls, count] : r.count_by_class) s << "    " << cls << ": " << count << "\n";
+  for (const auto& [cls, count] : r.count_by_class) s << "    " << name(cls) << ": " << count << "\n";
   auto line = [&](const ByteMismatch& m) {
     char bytes[64];
     std::snprintf(bytes, sizeof bytes, "expected 0x%02x actual 0x%02x", m.expected, m.actual);
     s << "  " << describe_location(m, view) << ": " << bytes;
-    if (is_record_field(m.location.field) && m.location.field != oracle::Field::kRowGap) {
+    if (is_record_byte(byte_class(m.location.field))) {
       s << "\n      expected " << oracle::describe_field(expected, view, m.location, ctx.fp8_scale)
         << "\n      actual   " << oracle::describe_field(actual, view, m.location, ctx.fp8_scale);
     }

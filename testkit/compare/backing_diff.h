@@ -14,6 +14,7 @@
 
 #include "kvc/insert_case.h"
 #include "kvc/oracle/record_codec.h"
+#include "testkit/compare/byte_class.h"
 
 namespace kvc::testkit {
 
@@ -29,17 +30,17 @@ struct DiffReport {
   std::int64_t compared_bytes = 0;
   std::int64_t mismatch_count = 0;
   bool size_mismatch = false;
-  std::vector<ByteMismatch> first;                     // up to kShown, ascending offset
-  std::vector<ByteMismatch> last;                      // up to kShown, the last ones (no overlap with `first`)
-  std::map<std::string, std::int64_t> count_by_class;  // "fp8 code", "scale pad", "foreign slot", ...
+  std::vector<ByteMismatch> first;                   // up to kShown, ascending offset
+  std::vector<ByteMismatch> last;                    // up to kShown, the last ones (no overlap with `first`)
+  std::map<ByteClass, std::int64_t> count_by_class;  // listed in the order of the classes' names
   static constexpr std::size_t kShown = 5;
 
   bool equal() const { return mismatch_count == 0 && !size_mismatch; }
 };
 
-// The class a mismatch is counted under: the field name, or "foreign slot" for record bytes of a
-// slot that is not in `addressed_slots`.
-std::string mismatch_class(const ByteMismatch& m);
+// The class a mismatch is counted under: its field's, or kForeignSlot for record bytes of a slot
+// that is not in `addressed_slots`.
+ByteClass mismatch_class(const ByteMismatch& m);
 
 DiffReport diff_backings(const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
                          const oracle::PagedCacheView& view, const std::set<std::int64_t>& addressed_slots);

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kvc/hex_text.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/record_codec.h"
@@ -19,6 +20,7 @@
 #include "kvc/oracle/store_rotated.h"
 #include "kvc/oracle/ue8m0.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/compare/byte_class.h"
 #include "testkit/compare/row_variants.h"
 
 namespace kvc::testkit {
@@ -42,12 +44,6 @@ struct SiteTally {
   std::int64_t bytes = 0;
   std::int64_t first_offset = 0;
 };
-
-std::string hex2(std::uint8_t b) {
-  char s[8];
-  std::snprintf(s, sizeof s, "0x%02x", b);
-  return s;
-}
 
 std::string place(const oracle::PagedCacheView& v, std::int64_t slot) {
   return "page " + std::to_string(slot / v.block_size) + " token " + std::to_string(slot % v.block_size);
@@ -145,20 +141,23 @@ class Classifier {
   }
 
  private:
+  // A row gap is a site of its own whichever slot it follows (the comparator counts the one after a
+  // foreign record as that record's).
   std::pair<SiteKind, std::int64_t> site_of(std::int64_t offset) const {
     const oracle::ByteLocation loc = oracle::locate(view_, offset);
-    switch (loc.field) {
-      case oracle::Field::kOutsideCache:
+    const ByteClass cls = byte_class(loc.field);
+    switch (cls) {
+      case ByteClass::kOutsideCache:
         return {offset < view_.base_offset ? SiteKind::kBeforeCache : SiteKind::kAfterCache, 0};
-      case oracle::Field::kPagePadding:
+      case ByteClass::kPagePadding:
         return {SiteKind::kPagePadding, loc.page};
-      case oracle::Field::kRowGap:
+      case ByteClass::kRowGap:
         return {SiteKind::kRowGap, loc.slot};
       default:
         break;
     }
     if (!writer_.count(loc.slot)) return {SiteKind::kForeignSlot, loc.slot};
-    return {loc.field == oracle::Field::kScalePad ? SiteKind::kPad : SiteKind::kRecord, loc.slot};
+    return {cls == ByteClass::kScalePad ? SiteKind::kPad : SiteKind::kRecord, loc.slot};
   }
 
   std::string where(const std::pair<SiteKind, std::int64_t>& key) const {
@@ -167,13 +166,16 @@ class Classifier {
       case SiteKind::kRecord:
         return "slot " + std::to_string(id) + " (" + place(view_, id) + ", row " + std::to_string(writer_.at(id)) + ")";
       case SiteKind::kPad:
-        return "pad byte of slot " + std::to_string(id) + " (" + place(view_, id) + ")";
+        return std::string(mismatch_class_name(MismatchClass::kPadByte)) + " of slot " + std::to_string(id) + " (" +
+               place(view_, id) + ")";
       case SiteKind::kForeignSlot:
-        return "foreign slot " + std::to_string(id) + " (" + place(view_, id) + ", not addressed by the case)";
+        return std::string(name(ByteClass::kForeignSlot)) + " " + std::to_string(id) + " (" + place(view_, id) +
+               ", not addressed by the case)";
       case SiteKind::kRowGap:
-        return "row gap after slot " + std::to_string(id) + " (" + place(view_, id) + ")";
+        return std::string(name(ByteClass::kRowGap)) + " after slot " + std::to_string(id) + " (" + place(view_, id) +
+               ")";
       case SiteKind::kPagePadding:
-        return "page padding of page " + std::to_string(id);
+        return std::string(name(ByteClass::kPagePadding)) + " of page " + std::to_string(id);
       case SiteKind::kBeforeCache:
         return "before the cache's first page";
       case SiteKind::kAfterCache:
@@ -358,15 +360,16 @@ class Classifier {
       }
       if (moved++ == 0) {
         const oracle::BlockScale bs = oracle::block_scale(values, layout_.quant_block_dims, oracle::scale_rules_of(p));
-        const float q = p.amax_floor == kvc::AmaxFloor::kBeforeDivide ? bs.amax / kFp8Max
-                                                                         : std::max(bs.amax / kFp8Max, kAmaxFloor);
+        const float q =
+            p.amax_floor == kvc::AmaxFloor::kBeforeDivide ? bs.amax / kFp8Max : std::max(bs.amax / kFp8Max, kAmaxFloor);
         const int e_actual = static_cast<int>(actual_[sb]) - kUe8m0Bias,
                   e_expected = static_cast<int>(ref[sb]) - kUe8m0Bias;
         char text[256];
         std::snprintf(text, sizeof text,
                       "block %d: scale byte %s (E = %d) instead of %s (E = %d), codes quantized with it; q = %.9g: "
                       "log2f rule E = %g, exact rule E = %g",
-                      k, hex2(actual_[sb]).c_str(), e_actual, hex2(ref[sb]).c_str(), e_expected, static_cast<double>(q),
+                      k, hex(actual_[sb], 2).c_str(), e_actual, hex(ref[sb], 2).c_str(), e_expected,
+                      static_cast<double>(q),
                       static_cast<double>(oracle::scale_exponent(q, kvc::ExponentRule::kDeviceLog2f)),
                       static_cast<double>(oracle::scale_exponent(q, kvc::ExponentRule::kExact)));
         first = text;
@@ -391,8 +394,7 @@ class Classifier {
     }
     // One policy of the declared profile flipped.
     for (kvc::Policy policy : record_policies(view_.format)) {
-      const kvc::Profile p =
-          kvc::with_alternative(declared_, policy, 1 - kvc::alternative_of(declared_, policy));
+      const kvc::Profile p = kvc::with_alternative(declared_, policy, 1 - kvc::alternative_of(declared_, policy));
       if (!reproduces(row, slot, RowVariant::kContract, p)) continue;
       site->cls = class_of_policy(policy);
       site->detail = "the oracle's record with " + policy_alternative(p, policy) + " (declared " +
@@ -415,8 +417,7 @@ class Classifier {
         std::vector<kvc::Policy> needed;
         for (kvc::Policy policy : record_policies(view_.format)) {
           if (kvc::alternative_of(*followed, policy) == kvc::alternative_of(declared_, policy)) continue;
-          const kvc::Profile without =
-              kvc::with_alternative(*followed, policy, kvc::alternative_of(declared_, policy));
+          const kvc::Profile without = kvc::with_alternative(*followed, policy, kvc::alternative_of(declared_, policy));
           if (!reproduces(row, slot, v, without)) needed.push_back(policy);
         }
         std::string names;
@@ -445,16 +446,16 @@ class Classifier {
   }
 
   std::string unexplained_detail(const std::vector<Range>& ranges) const {
-    std::map<std::string, int> fields;
+    std::map<ByteClass, int> fields;  // in the order of their names
     std::optional<std::int64_t> first;
     for (const Range& r : ranges)
       for (std::int64_t i = r.first; i < r.second; ++i) {
         if (expected_[static_cast<std::size_t>(i)] == actual_[static_cast<std::size_t>(i)]) continue;
         if (!first) first = i;
-        ++fields[std::string(oracle::field_name(oracle::locate(view_, i).field))];
+        ++fields[byte_class(oracle::locate(view_, i).field)];
       }
     std::string s = "no known difference reproduces it:";
-    for (const auto& [f, n] : fields) s += " " + std::to_string(n) + " " + f + ",";
+    for (const auto& [f, n] : fields) s += " " + std::to_string(n) + " " + std::string(name(f)) + ",";
     if (first) {
       const oracle::ByteLocation loc = oracle::locate(view_, *first);
       const float scale = c_.fp8_scale.present ? c_.fp8_scale.load<float>(0) : 1.0f;
@@ -486,14 +487,14 @@ class Classifier {
         }
         site->cls = MismatchClass::kPadByte;
         if (actual_[i] == initial_[i])
-          site->detail = "not written (kept " + hex2(initial_[i]) + "): pad policy `" +
+          site->detail = "not written (kept " + hex(initial_[i], 2) + "): pad policy `" +
                          std::string(kvc::alternative_name(kvc::Policy::kPadByte, 1)) + "`; declared profile `" +
-                         kvc::profile_name(declared_) + "` writes " + hex2(expected_[i]);
+                         kvc::profile_name(declared_) + "` writes " + hex(expected_[i], 2);
         else if (expected_[i] == initial_[i])
-          site->detail = "written " + hex2(actual_[i]) + ", but the declared profile `" +
-                         kvc::profile_name(declared_) + "` leaves it (" + hex2(initial_[i]) + ")";
+          site->detail = "written " + hex(actual_[i], 2) + ", but the declared profile `" +
+                         kvc::profile_name(declared_) + "` leaves it (" + hex(initial_[i], 2) + ")";
         else
-          site->detail = "written " + hex2(actual_[i]) + " instead of " + hex2(expected_[i]);
+          site->detail = "written " + hex(actual_[i], 2) + " instead of " + hex(expected_[i], 2);
         return;
       }
       case SiteKind::kBeforeCache:
@@ -501,8 +502,8 @@ class Classifier {
         site->cls = MismatchClass::kUntouchedRegion;
         site->detail = std::to_string(site->bytes) + " bytes changed outside the cache view, first at offset " +
                        std::to_string(site->first_offset) + " (" +
-                       hex2(initial_[static_cast<std::size_t>(site->first_offset)]) + " -> " +
-                       hex2(actual_[static_cast<std::size_t>(site->first_offset)]) + ")";
+                       hex(initial_[static_cast<std::size_t>(site->first_offset)], 2) + " -> " +
+                       hex(actual_[static_cast<std::size_t>(site->first_offset)], 2) + ")";
         return;
       case SiteKind::kForeignSlot:
       case SiteKind::kRowGap:
@@ -523,7 +524,7 @@ class Classifier {
     }
     const std::size_t i = static_cast<std::size_t>(site->first_offset);
     site->detail = std::to_string(site->bytes) + " bytes written where the case writes nothing, first at offset " +
-                   std::to_string(site->first_offset) + " (" + hex2(initial_[i]) + " -> " + hex2(actual_[i]) + ")";
+                   std::to_string(site->first_offset) + " (" + hex(initial_[i], 2) + " -> " + hex(actual_[i], 2) + ")";
   }
 
   const InsertCase& c_;

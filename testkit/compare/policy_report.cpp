@@ -62,17 +62,10 @@ std::vector<Range> slot_ranges(const oracle::PagedCacheView& v, std::int64_t slo
   return footprint(v, slot / v.block_size, slot % v.block_size).value_or(std::vector<Range>{});
 }
 
-bool is_record_field(oracle::Field f) {
-  return f == oracle::Field::kFp8Code || f == oracle::Field::kValue16 || f == oracle::Field::kScale ||
-         f == oracle::Field::kScalePad;
-}
-
-std::string plural(const std::string& field) {
-  if (field == "fp8 code") return "fp8 codes";
-  if (field == "scale") return "scale bytes";
-  if (field == "scale pad") return "scale pad bytes";
-  if (field == "16-bit value") return "16-bit value bytes";
-  return field + " bytes";
+// "854 fp8 codes follow ...": a count of bytes of a record byte class.
+std::string plural(ByteClass c) {
+  if (c == ByteClass::kFp8Code) return "fp8 codes";
+  return std::string(name(c)) + " bytes";
 }
 
 // The policies that may explain differing bytes of this format (rsqrt is checked row by row
@@ -152,144 +145,178 @@ std::string join_policies(const std::vector<kvc::Policy>& ps, const kvc::Profile
   return s;
 }
 
-PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const std::vector<std::uint8_t>& initial,
-                     const std::vector<std::uint8_t>& actual, const std::string& actual_name, float fp8_scale) {
-  PolicyReport r;
-  r.declared = declared;
-  std::vector<std::uint8_t> expected = initial;
-  enc.encode_all(options_for(declared), expected);
+// The differing bytes of a backing against the oracle's, split: bytes of records the case
+// addresses (which a profile may explain), and every other byte (an address error).
+struct SplitDiff {
+  std::set<std::int64_t> addressed;           // slots the rows address
+  std::vector<std::int64_t> record_offsets;   // ascending
+  std::vector<std::int64_t> address_offsets;  // ascending
+  std::set<std::int64_t> differing_slots;     // addressed slots with a differing record byte
+};
 
-  std::set<std::int64_t> addressed;
+SplitDiff split_diff(const RowEncoder& enc, const std::vector<std::uint8_t>& expected,
+                     const std::vector<std::uint8_t>& actual, PolicyReport& r) {
+  SplitDiff d;
   for (std::int64_t s : enc.row_slots)
-    if (s >= 0) addressed.insert(s);
+    if (s >= 0) d.addressed.insert(s);
   const std::size_t n = std::min(expected.size(), actual.size());
   r.compared_bytes = static_cast<std::int64_t>(n);
-  std::vector<std::int64_t> record_offsets, address_offsets;
-  std::set<std::int64_t> differing_slots;
   for (std::size_t i = 0; i < n; ++i) {
     if (expected[i] == actual[i]) continue;
     ++r.mismatching_bytes;
     const oracle::ByteLocation loc = oracle::locate(enc.view, static_cast<std::int64_t>(i));
-    if (is_record_field(loc.field) && addressed.count(loc.slot)) {
-      record_offsets.push_back(static_cast<std::int64_t>(i));
-      differing_slots.insert(loc.slot);
+    if (is_record_byte(byte_class(loc, d.addressed))) {
+      d.record_offsets.push_back(static_cast<std::int64_t>(i));
+      d.differing_slots.insert(loc.slot);
     } else {
-      address_offsets.push_back(static_cast<std::int64_t>(i));
+      d.address_offsets.push_back(static_cast<std::int64_t>(i));
     }
   }
-  r.record_bytes = static_cast<std::int64_t>(record_offsets.size());
-  r.address_error_bytes = static_cast<std::int64_t>(address_offsets.size());
+  r.record_bytes = static_cast<std::int64_t>(d.record_offsets.size());
+  r.address_error_bytes = static_cast<std::int64_t>(d.address_offsets.size());
+  return d;
+}
 
-  // Which combination of other alternatives reproduces the differing records best.
-  if (!record_offsets.empty()) {
-    const std::vector<kvc::Policy> policies = searchable_policies(enc.view.format);
+// The rows writing the differing slots (all of them, and the first kSearchRows slots' sample),
+// with their record bytes, and the scratch backing they are re-encoded into.
+struct PolicySearch {
+  const RowEncoder& enc;
+  const std::vector<std::uint8_t>& actual;
+  Reencoder re;
+  std::vector<std::int64_t> sample_rows, all_rows;
+  std::vector<Range> sample_ranges, all_ranges;
+
+  PolicySearch(const RowEncoder& e, const std::vector<std::uint8_t>& initial, const std::vector<std::uint8_t>& a,
+               const std::set<std::int64_t>& differing_slots)
+      : enc(e), actual(a), re(e, initial) {
     std::set<std::int64_t> sample_slots;
     for (std::int64_t s : differing_slots) {
       if (static_cast<std::int64_t>(sample_slots.size()) >= kSearchRows) break;
       sample_slots.insert(s);
     }
-    std::vector<std::int64_t> sample_rows, all_rows;
-    std::vector<Range> sample_ranges, all_ranges;
     rows_and_ranges(enc, sample_slots, &sample_rows, &sample_ranges);
     rows_and_ranges(enc, differing_slots, &all_rows, &all_ranges);
-    Reencoder re(enc, initial);
-    unsigned best_mask = 0;
-    std::int64_t best_count = -1;
-    for (unsigned mask = 0; mask < (1u << policies.size()); ++mask) {
-      re.encode(sample_rows, sample_ranges, flipped(declared, policies, mask));
-      const std::int64_t count = re.mismatches(sample_ranges, actual);
-      if (best_count < 0 || count < best_count || (count == best_count && popcount(mask) < popcount(best_mask))) {
-        best_mask = mask;
-        best_count = count;
-      }
-    }
-    const kvc::Profile best = flipped(declared, policies, best_mask);
-    re.encode(all_rows, all_ranges, best);
-    r.unexplained_bytes = re.mismatches(all_ranges, actual);
-    std::vector<bool> explained(record_offsets.size());
-    for (std::size_t j = 0; j < record_offsets.size(); ++j)
-      explained[j] = re.bytes()[static_cast<std::size_t>(record_offsets[j])] ==
-                     actual[static_cast<std::size_t>(record_offsets[j])];
-    // Per followed policy: the bytes that break when it alone is reverted.
-    std::vector<kvc::Policy> followed_policies;
-    for (std::size_t i = 0; i < policies.size(); ++i)
-      if (best_mask & (1u << i)) followed_policies.push_back(policies[i]);
-    std::vector<std::vector<bool>> needs(followed_policies.size(), std::vector<bool>(record_offsets.size()));
-    for (std::size_t k = 0; k < followed_policies.size(); ++k) {
-      const kvc::Profile without =
-          kvc::with_alternative(best, followed_policies[k], kvc::alternative_of(declared, followed_policies[k]));
-      re.encode(all_rows, all_ranges, without);
-      for (std::size_t j = 0; j < record_offsets.size(); ++j)
-        needs[k][j] = re.bytes()[static_cast<std::size_t>(record_offsets[j])] !=
-                      actual[static_cast<std::size_t>(record_offsets[j])];
-    }
-    // A byte that needs none of them alone is reproduced by either of two (or more) policies:
-    // find which ones reproduce it on their own.
-    std::vector<std::vector<bool>> alone(followed_policies.size(), std::vector<bool>(record_offsets.size()));
-    for (std::size_t k = 0; k < followed_policies.size(); ++k) {
-      re.encode(
-          all_rows, all_ranges,
-          kvc::with_alternative(declared, followed_policies[k], kvc::alternative_of(best, followed_policies[k])));
-      for (std::size_t j = 0; j < record_offsets.size(); ++j)
-        alone[k][j] = re.bytes()[static_cast<std::size_t>(record_offsets[j])] ==
-                      actual[static_cast<std::size_t>(record_offsets[j])];
-    }
-    std::map<std::tuple<std::string, bool, std::vector<int>>, std::int64_t> grouped;
-    for (std::size_t j = 0; j < record_offsets.size(); ++j) {
-      if (!explained[j]) continue;
-      std::vector<int> set;
-      for (std::size_t k = 0; k < followed_policies.size(); ++k)
-        if (needs[k][j]) set.push_back(static_cast<int>(followed_policies[k]));
-      const bool any_one = set.empty();
-      if (any_one) {
-        for (std::size_t k = 0; k < followed_policies.size(); ++k)
-          if (alone[k][j]) set.push_back(static_cast<int>(followed_policies[k]));
-        if (set.empty())  // only some combination of them: credit them all
-          for (kvc::Policy p : followed_policies) set.push_back(static_cast<int>(p));
-      }
-      const std::string field(oracle::field_name(oracle::locate(enc.view, record_offsets[j]).field));
-      ++grouped[{field, any_one && set.size() > 1, set}];
-    }
-    for (const auto& [key, bytes] : grouped) {
-      PolicyGroup g;
-      g.field = std::get<0>(key);
-      g.any_one = std::get<1>(key);
-      for (int p : std::get<2>(key)) g.policies.push_back(static_cast<kvc::Policy>(p));
-      g.bytes = bytes;
-      r.groups.push_back(g);
-    }
-    std::sort(r.groups.begin(), r.groups.end(),
-              [](const PolicyGroup& a, const PolicyGroup& b) { return a.bytes > b.bytes; });
-    if (best_mask != 0) r.followed = best;
   }
 
-  r.culprits = address_culprits(enc.view, enc.row_slots, address_offsets);
-  std::int64_t attributed = 0;
-  {
-    std::vector<bool> covered(address_offsets.size());
-    for (const AddressCulprit& c : r.culprits) {
-      const auto ranges = footprint(enc.view, c.page, c.token);
-      if (!ranges) continue;
-      for (const Range& rg : *ranges) {
-        auto lo = std::lower_bound(address_offsets.begin(), address_offsets.end(), rg.first);
-        auto hi = std::lower_bound(address_offsets.begin(), address_offsets.end(), rg.second);
-        for (auto it = lo; it != hi; ++it) covered[static_cast<std::size_t>(it - address_offsets.begin())] = true;
-      }
-    }
-    attributed = std::count(covered.begin(), covered.end(), true);
+  // Which bytes at `offsets` the rows reproduce under profile p.
+  std::vector<bool> reproduced(const kvc::Profile& p, const std::vector<std::int64_t>& offsets) {
+    re.encode(all_rows, all_ranges, p);
+    std::vector<bool> v(offsets.size());
+    for (std::size_t j = 0; j < offsets.size(); ++j)
+      v[j] = re.bytes()[static_cast<std::size_t>(offsets[j])] == actual[static_cast<std::size_t>(offsets[j])];
+    return v;
   }
-  r.unattributed_address_bytes = r.address_error_bytes - attributed;
+};
 
-  // The report.
-  const std::string declared_name = kvc::profile_name(declared);
+// The combination of flipped policies whose sample encoding leaves the fewest differing bytes
+// (the fewest policies on a tie).
+unsigned best_combination(PolicySearch& search, const kvc::Profile& declared,
+                          const std::vector<kvc::Policy>& policies) {
+  unsigned best_mask = 0;
+  std::int64_t best_count = -1;
+  for (unsigned mask = 0; mask < (1u << policies.size()); ++mask) {
+    search.re.encode(search.sample_rows, search.sample_ranges, flipped(declared, policies, mask));
+    const std::int64_t count = search.re.mismatches(search.sample_ranges, search.actual);
+    if (best_count < 0 || count < best_count || (count == best_count && popcount(mask) < popcount(best_mask))) {
+      best_mask = mask;
+      best_count = count;
+    }
+  }
+  return best_mask;
+}
+
+// The explained record bytes grouped by field and by the followed policies they need (or, for a
+// byte that needs none alone, those that reproduce it alone), largest group first.
+std::vector<PolicyGroup> group_policy_bytes(PolicySearch& search, const std::vector<std::int64_t>& record_offsets,
+                                            const std::vector<bool>& explained, const kvc::Profile& declared,
+                                            const kvc::Profile& best, const std::vector<kvc::Policy>& followed) {
+  // Per followed policy: the bytes that break when it alone is reverted, and those it reproduces
+  // alone (a byte that needs none of them alone is reproduced by either of two or more).
+  std::vector<std::vector<bool>> needs, alone;
+  for (kvc::Policy p : followed) {
+    std::vector<bool> kept =
+        search.reproduced(kvc::with_alternative(best, p, kvc::alternative_of(declared, p)), record_offsets);
+    kept.flip();
+    needs.push_back(std::move(kept));
+  }
+  for (kvc::Policy p : followed)
+    alone.push_back(
+        search.reproduced(kvc::with_alternative(declared, p, kvc::alternative_of(best, p)), record_offsets));
+  std::map<std::tuple<ByteClass, bool, std::vector<int>>, std::int64_t> grouped;
+  for (std::size_t j = 0; j < record_offsets.size(); ++j) {
+    if (!explained[j]) continue;
+    std::vector<int> set;
+    for (std::size_t k = 0; k < followed.size(); ++k)
+      if (needs[k][j]) set.push_back(static_cast<int>(followed[k]));
+    const bool any_one = set.empty();
+    if (any_one) {
+      for (std::size_t k = 0; k < followed.size(); ++k)
+        if (alone[k][j]) set.push_back(static_cast<int>(followed[k]));
+      if (set.empty())  // only some combination of them: credit them all
+        for (kvc::Policy p : followed) set.push_back(static_cast<int>(p));
+    }
+    const ByteClass field = byte_class(oracle::locate(search.enc.view, record_offsets[j]).field);
+    ++grouped[{field, any_one && set.size() > 1, set}];
+  }
+  std::vector<PolicyGroup> groups;
+  for (const auto& [key, bytes] : grouped) {
+    PolicyGroup g;
+    g.field = std::get<0>(key);
+    g.any_one = std::get<1>(key);
+    for (int p : std::get<2>(key)) g.policies.push_back(static_cast<kvc::Policy>(p));
+    g.bytes = bytes;
+    groups.push_back(g);
+  }
+  std::sort(groups.begin(), groups.end(), [](const PolicyGroup& a, const PolicyGroup& b) { return a.bytes > b.bytes; });
+  return groups;
+}
+
+// Which combination of other alternatives reproduces the differing records best, and the groups
+// of bytes it explains.
+void explain_record_bytes(const RowEncoder& enc, const kvc::Profile& declared, const std::vector<std::uint8_t>& initial,
+                          const std::vector<std::uint8_t>& actual, const SplitDiff& d, PolicyReport& r) {
+  const std::vector<kvc::Policy> policies = searchable_policies(enc.view.format);
+  PolicySearch search(enc, initial, actual, d.differing_slots);
+  const unsigned best_mask = best_combination(search, declared, policies);
+  const kvc::Profile best = flipped(declared, policies, best_mask);
+  const std::vector<bool> explained = search.reproduced(best, d.record_offsets);
+  r.unexplained_bytes = search.re.mismatches(search.all_ranges, actual);
+  std::vector<kvc::Policy> followed;
+  for (std::size_t i = 0; i < policies.size(); ++i)
+    if (best_mask & (1u << i)) followed.push_back(policies[i]);
+  r.groups = group_policy_bytes(search, d.record_offsets, explained, declared, best, followed);
+  if (best_mask != 0) r.followed = best;
+}
+
+// Address-error bytes inside the footprint of some culprit's record.
+std::int64_t attributed_bytes(const oracle::PagedCacheView& view, const std::vector<AddressCulprit>& culprits,
+                              const std::vector<std::int64_t>& address_offsets) {
+  std::vector<bool> covered(address_offsets.size());
+  for (const AddressCulprit& c : culprits) {
+    const auto ranges = footprint(view, c.page, c.token);
+    if (!ranges) continue;
+    for (const Range& rg : *ranges) {
+      auto lo = std::lower_bound(address_offsets.begin(), address_offsets.end(), rg.first);
+      auto hi = std::lower_bound(address_offsets.begin(), address_offsets.end(), rg.second);
+      for (auto it = lo; it != hi; ++it) covered[static_cast<std::size_t>(it - address_offsets.begin())] = true;
+    }
+  }
+  return std::count(covered.begin(), covered.end(), true);
+}
+
+// The checker's text: counts, the policy groups, the closest profile, the address errors and
+// their culprits, then the comparator's byte report.
+std::string report_text(const PolicyReport& r, const RowEncoder& enc, const std::vector<std::uint8_t>& expected,
+                        const std::vector<std::uint8_t>& actual, const std::set<std::int64_t>& addressed,
+                        const std::string& actual_name, float fp8_scale) {
+  const std::string declared_name = kvc::profile_name(r.declared);
   std::ostringstream s;
   s << actual_name << " vs the oracle under its declared profile `" << declared_name
     << "`: " << layout_of(enc.view.format).name << ", " << enc.view.num_blocks << " pages x " << enc.view.block_size
     << " tokens, page stride " << enc.view.page_stride_bytes << " B, " << enc.row_slots.size() << " rows\n";
   if (r.equal()) {
     s << "  every byte equal (" << r.compared_bytes << " compared)\n";
-    r.text = s.str();
-    return r;
+    return s.str();
   }
   s << "  " << r.mismatching_bytes << " mismatching bytes: " << r.record_bytes << " in addressed records, "
     << r.address_error_bytes << " outside them\n";
@@ -319,7 +346,20 @@ PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const 
   ctx.actual_name = actual_name;
   ctx.fp8_scale = fp8_scale;
   s << format_report(diff_backings(expected, actual, enc.view, addressed), expected, actual, enc.view, ctx);
-  r.text = s.str();
+  return s.str();
+}
+
+PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const std::vector<std::uint8_t>& initial,
+                     const std::vector<std::uint8_t>& actual, const std::string& actual_name, float fp8_scale) {
+  PolicyReport r;
+  r.declared = declared;
+  std::vector<std::uint8_t> expected = initial;
+  enc.encode_all(options_for(declared), expected);
+  const SplitDiff d = split_diff(enc, expected, actual, r);
+  if (!d.record_offsets.empty()) explain_record_bytes(enc, declared, initial, actual, d, r);
+  r.culprits = address_culprits(enc.view, enc.row_slots, d.address_offsets);
+  r.unattributed_address_bytes = r.address_error_bytes - attributed_bytes(enc.view, r.culprits, d.address_offsets);
+  r.text = report_text(r, enc, expected, actual, d.addressed, actual_name, fp8_scale);
   return r;
 }
 
@@ -356,20 +396,16 @@ std::string status_line(const std::string& who, const Status& s) { return "  " +
 
 }  // namespace
 
-std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& v,
-                                             const std::vector<std::int64_t>& row_slots,
-                                             const std::vector<std::int64_t>& offsets_unsorted) {
-  std::vector<std::int64_t> offsets = offsets_unsorted;
-  std::sort(offsets.begin(), offsets.end());
-  std::set<std::int64_t> addressed;
-  for (std::int64_t s : row_slots)
-    if (s >= 0) addressed.insert(s);
-  const std::int64_t bs = v.block_size;
-  struct Model {
-    const char* name;
-    std::function<std::pair<std::int64_t, std::int64_t>(std::int64_t)> place;  // slot -> (page, token)
-  };
-  const Model models[] = {
+namespace {
+
+// A known mistake of the address arithmetic: where it puts a slot's record.
+struct AddressModel {
+  const char* name;
+  std::function<std::pair<std::int64_t, std::int64_t>(std::int64_t)> place;  // slot -> (page, token)
+};
+
+std::vector<AddressModel> address_models(std::int64_t bs) {
+  return {
       {"floor division (the slot is not skipped)",
        [bs](std::int64_t s) {
          const std::int64_t p = floor_div(s, bs);
@@ -389,12 +425,18 @@ std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& v,
          return std::make_pair(p, s32 - p * bs);
        }},
   };
-  // (page, token) -> culprit; the last row that lands there is the one whose bytes are visible.
+}
+
+// (page, token) -> culprit, for every negative slot under every model; the last row that lands
+// there is the one whose bytes are visible.
+std::map<std::pair<std::int64_t, std::int64_t>, AddressCulprit> culprits_by_place(
+    const oracle::PagedCacheView& v, const std::vector<std::int64_t>& row_slots) {
+  const std::vector<AddressModel> models = address_models(v.block_size);
   std::map<std::pair<std::int64_t, std::int64_t>, AddressCulprit> by_place;
   for (std::size_t t = 0; t < row_slots.size(); ++t) {
     const std::int64_t s = row_slots[t];
     if (s >= 0) continue;
-    for (const Model& m : models) {
+    for (const AddressModel& m : models) {
       const auto [page, token] = m.place(s);
       auto it = by_place.find({page, token});
       if (it != by_place.end() && it->second.slot == s && it->second.arithmetic != m.name) continue;
@@ -407,10 +449,23 @@ std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& v,
       by_place[{page, token}] = c;
     }
   }
+  return by_place;
+}
+
+}  // namespace
+
+std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& v,
+                                             const std::vector<std::int64_t>& row_slots,
+                                             const std::vector<std::int64_t>& offsets_unsorted) {
+  std::vector<std::int64_t> offsets = offsets_unsorted;
+  std::sort(offsets.begin(), offsets.end());
+  std::set<std::int64_t> addressed;
+  for (std::int64_t s : row_slots)
+    if (s >= 0) addressed.insert(s);
   // Every candidate with the offsets it covers; then, largest first, keep those that explain an
   // offset no kept one does (a model whose footprint only overlaps a better one's is dropped).
   std::vector<std::pair<AddressCulprit, std::vector<std::size_t>>> candidates;
-  for (auto& [place, c] : by_place) {
+  for (auto& [place, c] : culprits_by_place(v, row_slots)) {
     const auto ranges = footprint(v, c.page, c.token);
     if (!ranges) continue;
     std::vector<std::size_t> covered;

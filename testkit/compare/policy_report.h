@@ -40,9 +40,9 @@ inline constexpr std::int64_t kSearchRows = 1024;
 
 // Differing record bytes of one field class that need the same alternatives.
 struct PolicyGroup {
-  std::string field;                     // "fp8 code", "scale", "scale pad", "16-bit value"
-  std::vector<kvc::Policy> policies;  // each needed (reverting any one breaks these bytes)
-  bool any_one = false;                  // instead: each of `policies` alone reproduces them
+  ByteClass field = ByteClass::kFp8Code;  // a record byte class: fp8 code, scale, scale pad, 16-bit value
+  std::vector<kvc::Policy> policies;      // each needed (reverting any one breaks these bytes)
+  bool any_one = false;                   // instead: each of `policies` alone reproduces them
   std::int64_t bytes = 0;
 };
 
@@ -60,12 +60,12 @@ struct AddressCulprit {
 struct PolicyReport {
   kvc::Profile declared;
   std::int64_t compared_bytes = 0;
-  std::int64_t mismatching_bytes = 0;       // against the oracle under the declared profile
-  std::int64_t record_bytes = 0;            // of them, inside records the case addresses
-  std::vector<PolicyGroup> groups;          // record bytes another profile reproduces
+  std::int64_t mismatching_bytes = 0;    // against the oracle under the declared profile
+  std::int64_t record_bytes = 0;         // of them, inside records the case addresses
+  std::vector<PolicyGroup> groups;       // record bytes another profile reproduces
   std::optional<kvc::Profile> followed;  // that profile (declared, with the groups' policies)
-  std::int64_t unexplained_bytes = 0;       // record bytes no profile reproduces
-  std::int64_t address_error_bytes = 0;     // never excused
+  std::int64_t unexplained_bytes = 0;    // record bytes no profile reproduces
+  std::int64_t address_error_bytes = 0;  // never excused
   std::vector<AddressCulprit> culprits;
   std::int64_t unattributed_address_bytes = 0;
   std::string text;

@@ -11,6 +11,7 @@
 #include "kvc/oracle/record_codec.h"
 #include "kvc/oracle/storage16.h"
 #include "kvc/oracle/store_rotated.h"
+#include "kvc/resolved_case.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/planted/planted_backends.h"
@@ -161,7 +162,7 @@ InsertCase misaddressed(PlantedDefect d, const InsertCase& c) {
       if (s >= 0) m.slots.store<std::int64_t>(t, (s + 1) % capacity);
     }
   } else {
-    const RecordLayout& l = layout_of(*format_of(c));
+    const RecordLayout& l = resolve_or_throw(c).layout;
     const std::int64_t dense =
         l.paged_regions ? l.dense_page_bytes(c.block_size) : c.block_size * c.cache.token_stride_bytes();
     m.cache.stride0 = dense / c.cache.element_bytes();

@@ -12,8 +12,8 @@ namespace kvc {
 namespace {
 
 struct Planted {
-  const char* cls;      // expected mismatch class
-  std::int64_t offset;  // where the byte is flipped
+  testkit::ByteClass cls;  // expected mismatch class
+  std::int64_t offset;     // where the byte is flipped
   std::vector<std::string> report_mentions;
 };
 
@@ -40,7 +40,7 @@ Fixture run_small(RecordFormat f) {
 }
 
 void expect_caught(const Fixture& fx, const Planted& p) {
-  SCOPED_TRACE(std::string("planted ") + p.cls + " at offset " + std::to_string(p.offset));
+  SCOPED_TRACE(std::string("planted ") + std::string(testkit::name(p.cls)) + " at offset " + std::to_string(p.offset));
   std::vector<std::uint8_t> actual = fx.out.cache;
   actual[static_cast<std::size_t>(p.offset)] ^= 0x01;
   const testkit::DiffReport r = testkit::diff_case_backings(fx.c, fx.out.cache, actual);
@@ -79,25 +79,29 @@ TEST(BackingDiff, CatchesEveryPackedFieldClass) {
   const std::int64_t scales = oracle::token_scale_offset(fx.view, fx.live_slot);
   const std::string slot = "(slot " + std::to_string(fx.live_slot) + ")";
   const std::string page = "page " + std::to_string(fx.live_slot / fx.view.block_size);
-  expect_caught(fx, {"fp8 code", data + 70, {slot, page, "dim 70", "block 1", "fp8 0x"}});
-  expect_caught(fx, {"16-bit value", data + 448 + 2 * 5 + 1, {slot, "dim 453", "high byte", "bf16 0x"}});
-  expect_caught(fx, {"scale", scales + 3, {slot, "block 3", "scale 0x"}});
-  expect_caught(fx, {"scale pad", scales + 7, {slot, "pad 0x01 (contract: 0x00)"}});
-  expect_caught(fx,
-                {"page padding", fx.view.page_offset(1) + 584 * fx.view.block_size + 3, {"page 1", "page padding"}});
-  expect_caught(fx, {"foreign slot",
+  expect_caught(fx, {testkit::ByteClass::kFp8Code, data + 70, {slot, page, "dim 70", "block 1", "fp8 0x"}});
+  expect_caught(fx, {testkit::ByteClass::kValue16, data + 448 + 2 * 5 + 1, {slot, "dim 453", "high byte", "bf16 0x"}});
+  expect_caught(fx, {testkit::ByteClass::kScale, scales + 3, {slot, "block 3", "scale 0x"}});
+  expect_caught(fx, {testkit::ByteClass::kScalePad, scales + 7, {slot, "pad 0x01 (contract: 0x00)"}});
+  expect_caught(fx, {testkit::ByteClass::kPagePadding,
+                     fx.view.page_offset(1) + 584 * fx.view.block_size + 3,
+                     {"page 1", "page padding"}});
+  expect_caught(fx, {testkit::ByteClass::kForeignSlot,
                      oracle::token_data_offset(fx.view, fx.foreign_slot) + 2,
                      {"FOREIGN SLOT", "(slot " + std::to_string(fx.foreign_slot) + ")"}});
-  expect_caught(fx, {"outside the cache", static_cast<std::int64_t>(fx.out.cache.size()) - 1, {"guard zone"}});
+  expect_caught(
+      fx, {testkit::ByteClass::kOutsideCache, static_cast<std::int64_t>(fx.out.cache.size()) - 1, {"guard zone"}});
 }
 
 TEST(BackingDiff, CatchesFullCacheRowGapAndValues) {
   const Fixture fx = run_small(RecordFormat::kBf16_512);
   const std::int64_t row = oracle::token_data_offset(fx.view, fx.live_slot);
-  expect_caught(fx, {"16-bit value", row + 2 * 100, {"dim 100", "low byte", "bf16 0x"}});
-  expect_caught(fx, {"row gap", row + 1024 + 3, {"row gap"}});
+  expect_caught(fx, {testkit::ByteClass::kValue16, row + 2 * 100, {"dim 100", "low byte", "bf16 0x"}});
+  expect_caught(fx, {testkit::ByteClass::kRowGap, row + 1024 + 3, {"row gap"}});
   const Fixture f8 = run_small(RecordFormat::kFp8_512);
-  expect_caught(f8, {"fp8 code", oracle::token_data_offset(f8.view, f8.live_slot) + 9, {"dim 9", " x 0.699999988"}});
+  expect_caught(f8, {testkit::ByteClass::kFp8Code,
+                     oracle::token_data_offset(f8.view, f8.live_slot) + 9,
+                     {"dim 9", " x 0.699999988"}});
 }
 
 TEST(BackingDiff, ReportIsBoundedFirstAndLast) {

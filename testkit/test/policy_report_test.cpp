@@ -79,7 +79,8 @@ TEST(PolicyReport, SglangStoreBytesDeclaredVllmNameEveryObservablePolicy) {
   EXPECT_EQ(named, (std::set<Policy>{Policy::kRope, Policy::kClampOrder, Policy::kInfBlock, Policy::kPadByte}));
   // The Inf blocks' zeros need both: inv = -Inf makes them NaN, SGLang's clamp makes that 0x7E.
   const bool joint = std::any_of(r.groups.begin(), r.groups.end(), [](const testkit::PolicyGroup& g) {
-    return g.field == "fp8 code" && g.policies == std::vector<Policy>{Policy::kClampOrder, Policy::kInfBlock};
+    return g.field == testkit::ByteClass::kFp8Code &&
+           g.policies == std::vector<Policy>{Policy::kClampOrder, Policy::kInfBlock};
   });
   EXPECT_TRUE(joint) << r.text;
   EXPECT_NE(r.text.find("follow clamp order `sglang` and Inf block `sglang`; declared profile `vllm`"),

@@ -14,16 +14,12 @@
 
 #include "kvc/insert_case.h"
 #include "kvc/oracle/options.h"
+#include "kvc/oracle/q_out_codec.h"
 #include "kvc/status.h"
 
 namespace kvc::oracle {
 
 Status legacy_insert(const InsertCase& c, InsertOutputs& out, const OracleOptions& options = {});
-
-// Element offset of (row t, head h, dim d) in a [N, heads, 512] tensor: head-major
-// (t*heads + h)*512 + d, or chunk-interleaved t*heads*512 + (d/16)*heads*16 + h*16 + d%16.
-// q_out uses heads = Hp; q_in (read interleaved when q_interleaved) uses heads = H.
-std::int64_t q_out_offset(std::int64_t t, std::int64_t h, int d, std::int64_t heads, bool interleaved);
 
 // One live Q head of a validated legacy case, as the op computes it before the store: q_in read
 // at its layout's offset and widened, Q-norm when apply_q_norm (with `q_norm_inverse` as r when
@@ -40,8 +36,8 @@ float q_head_rms_inverse(const InsertCase& c, std::int64_t t, std::int64_t h);
 void store_q_head(const InsertCase& c, std::int64_t t, std::int64_t h, const float* row512,
                   std::vector<std::uint8_t>& q_out_bytes);
 
-// Where element (t, h, d) of the q output lies in its buffer, and how many bytes it has.
+// Where element (t, h, d) of the q output of a validated legacy case lies in its buffer
+// (q_out_codec.h, with the case's Q output layout).
 std::int64_t q_out_byte_offset(const InsertCase& c, std::int64_t t, std::int64_t h, int d);
-int q_out_element_bytes(const InsertCase& c);
 
 }  // namespace kvc::oracle

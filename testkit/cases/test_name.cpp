@@ -1,0 +1,16 @@
+// test_name.cpp: format names for test names (see test_name.h).
+#include "testkit/cases/test_name.h"
+
+#include <cctype>
+
+namespace kvc::testkit {
+
+std::string capitalized(std::string_view s) {
+  std::string out(s);
+  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out;
+}
+
+std::string format_test_name(RecordFormat f) { return capitalized(layout_of(f).name); }
+
+}  // namespace kvc::testkit
