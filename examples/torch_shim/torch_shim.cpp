@@ -30,7 +30,8 @@
 #include <vector>
 
 #include "abi_call.h"
-#include "dlpack_case.h"
+#include "kvc/abi/dl_dtype.h"
+#include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
 
 namespace {
@@ -83,7 +84,7 @@ class Shim {
 // ---- DLPack -> tensors (no copy) ------------------------------------------------------------
 
 c10::ScalarType scalar_type(DLDataType t) {
-  const auto d = kvc::kernels::abi::dtype_of(t);
+  const auto d = kvc::abi::dtype_of(t);
   switch (d.value_or(DType::kU8)) {
     case DType::kBF16:
       return at::kBFloat16;
@@ -114,7 +115,7 @@ at::Tensor wrap(const DLTensor& t) {
       at::TensorOptions()
           .dtype(scalar_type(t.dtype))
           .device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(t.device.device_id)));
-  return at::from_blob(kvc::kernels::abi::first_element(t), sizes, strides, options);
+  return at::from_blob(kvc::abi::first_element(t), sizes, strides, options);
 }
 
 c10::IValue ivalue(const AbiValue& v) {

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "abi_call.h"
-#include "dlpack_case.h"
+#include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
 
 namespace {
@@ -117,7 +117,7 @@ class Arguments {
     TVMFFIAny a{};
     if (const auto* t = std::get_if<const DLTensor*>(&v)) {
       DLTensor& copy = tensors_.emplace_back(**t);
-      copy.data = kvc::kernels::abi::first_element(**t);
+      copy.data = kvc::abi::first_element(**t);
       copy.byte_offset = 0;
       a.type_index = kTVMFFIDLTensorPtr;
       a.v_ptr = &copy;
