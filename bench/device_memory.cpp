@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <utility>
 
+#include "kvc/abi/dl_dtype.h"
 #include "kvc/kernel_abi.h"
 #include "testkit/device/device_buffers.h"
-#include "testkit/device/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {
@@ -26,7 +26,7 @@ std::string gib(std::int64_t bytes) {
 }  // namespace
 
 using testkit::check_cuda;
-using testkit::dl_dtype;
+using abi::dl_dtype;
 
 DeviceAllocation::DeviceAllocation(std::string name, std::int64_t bytes) : name_(std::move(name)), bytes_(bytes) {
   if (bytes_ > 0)

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "testkit/device/device_buffers.h"
-#include "testkit/device/dl_dtype.h"
+#include "kvc/abi/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {
@@ -124,7 +124,7 @@ std::string unsupported_reason(const testkit::KernelAbi& abi, kvc_op op, RecordF
   kvc_op_support support{};
   support.struct_size = sizeof support;
   const int32_t format = op == KVC_OP_KV_NORM ? KVC_FORMAT_NONE : static_cast<int32_t>(f);
-  const int rc = abi.kvc_op_support_get(op, format, testkit::dl_dtype(DType::kBF16), &support);
+  const int rc = abi.kvc_op_support_get(op, format, kvc::abi::dl_dtype(DType::kBF16), &support);
   if (rc != KVC_STATUS_OK) return "kvc_op_support_get returned " + std::to_string(rc);
   if (support.supported != 0) return "";
   return std::string("the library does not implement this op: ") +

@@ -1,9 +1,10 @@
 // abi_call.h: one kernel-ABI call taken apart for a shim that forwards it to another library's op
 // (the libtorch shim, the tvm-ffi shim). What a shim must not get wrong, and must not get wrong
 // differently from the other shim, lives here once:
-//   - the call checked: a malformed call (NULL, struct_size too small, a non-CUDA tensor) answers
-//     403; the metadata is validated with the contract's own rules (kvc::validate_insert, metadata
-//     only) and a broken rule answers its code, with nothing forwarded;
+//   - the call checked by the ABI's front-end that our own wrapper uses (kvc/abi/*_call.h): a
+//     malformed call (NULL, struct_size too small, a non-CUDA tensor) answers 403; the metadata is
+//     validated with the contract's own rules (kvc::validate_insert, metadata only) and a broken
+//     rule answers its code, with nothing forwarded;
 //   - the binding the config names for the entry point, format and kv dtype, or 404 with a reason;
 //   - the call's values by name (vLLM's argument names plus aliases), for the shim to turn into
 //     its library's argument list;
@@ -19,16 +20,14 @@
 #include <string>
 #include <variant>
 
+#include "kvc/abi/outcome.h"
 #include "kvc/kernel_abi.h"
 #include "shim_config.h"
 
 namespace kvc::shim {
 
-// A status of kvc/kernel_abi.h and its message.
-struct Outcome {
-  int status = KVC_STATUS_OK;
-  std::string message;
-};
+// A status of kvc/kernel_abi.h and its message: the ABI front-end's, which our own wrapper answers.
+using abi::Outcome;
 
 // A value of the call: absent (an optional tensor not given: None), a tensor, an integer, a
 // float, a flag. Tensors point into the caller's args and live as long as the call.
@@ -78,26 +77,16 @@ struct ShimState {
 // else the reason; the rsqrt modes and profile policies as the config declares them.
 int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDataType kv_dtype, kvc_op_support* out);
 
-// Copies message into error[capacity], truncated and NUL-terminated.
-void copy_message(const std::string& message, char* error, std::size_t capacity);
-
-// Runs `body` (returning an Outcome) with every exception caught, copies the message into
-// error[capacity] and returns the status: no exception crosses the C boundary.
+// Runs `body` (returning an Outcome) as the ABI front-end's answer does (kvc/abi/outcome.h: every
+// exception caught, the message copied into error[capacity], the status returned), and answers
+// an unconfigured shim's every call unsupported with its error, without running body.
 template <typename Body>
 int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body) {
-  Outcome o;
-  try {
+  return abi::answer(error, capacity, [&]() -> Outcome {
     if (!shim.error.empty())
-      o = {KVC_STATUS_UNSUPPORTED, std::string(shim.shim_kind) + " not configured: " + shim.error};
-    else
-      o = body();
-  } catch (const std::exception& e) {
-    o = {KVC_STATUS_BAD_ARGUMENT, std::string("internal error: ") + e.what()};
-  } catch (...) {
-    o = {KVC_STATUS_BAD_ARGUMENT, "internal error"};
-  }
-  if (error != nullptr && capacity > 0) copy_message(o.message, error, capacity);
-  return o.status;
+      return {KVC_STATUS_UNSUPPORTED, std::string(shim.shim_kind) + " not configured: " + shim.error};
+    return body();
+  });
 }
 
 // Answers a prepared call: its own outcome when it is not to be forwarded (rejected, unbound, or
@@ -116,40 +105,37 @@ Outcome forward_prepared(const PreparedCall& p, void* stream, Forward&& forward)
 // `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op; it is called only
 // for a call prepared for forwarding (forward_prepared). The entry points are the same in every
 // shim; only forward_ differs.
-#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                 \
-  extern "C" {                                                                                        \
-  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                   \
-    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                               \
-    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                        \
-    out->name = (name_).c_str();                                                                      \
-    return KVC_STATUS_OK;                                                                             \
-  }                                                                                                   \
-  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype,             \
-                                        kvc_op_support* out) {                                        \
-    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                             \
-  }                                                                                                   \
-  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error, \
-                                        size_t error_capacity) {                                      \
-    kvc::shim::ShimState& s = state_;                                                                 \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return kvc::shim::forward_prepared(                                                             \
-          kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream, forward_);            \
-    });                                                                                               \
-  }                                                                                                   \
-  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error, \
-                                       size_t error_capacity) {                                       \
-    kvc::shim::ShimState& s = state_;                                                                 \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return kvc::shim::forward_prepared(                                                             \
-          kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream, forward_);             \
-    });                                                                                               \
-  }                                                                                                   \
-  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error,            \
-                                 size_t error_capacity) {                                             \
-    kvc::shim::ShimState& s = state_;                                                                 \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                          \
-      return kvc::shim::forward_prepared(                                                             \
-          kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream, forward_);                   \
-    });                                                                                               \
-  }                                                                                                   \
+#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                             \
+  extern "C" {                                                                                                     \
+  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                 \
+    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                                            \
+    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                     \
+    out->name = (name_).c_str();                                                                                   \
+    return KVC_STATUS_OK;                                                                                          \
+  }                                                                                                                \
+  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {    \
+    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                          \
+  }                                                                                                                \
+  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,            \
+                                        size_t error_capacity) {                                                   \
+    kvc::shim::ShimState& s = state_;                                                                              \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
+      return kvc::shim::forward_prepared(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream,     \
+                                         forward_);                                                                \
+    });                                                                                                            \
+  }                                                                                                                \
+  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,              \
+                                       size_t error_capacity) {                                                    \
+    kvc::shim::ShimState& s = state_;                                                                              \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
+      return kvc::shim::forward_prepared(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream,      \
+                                         forward_);                                                                \
+    });                                                                                                            \
+  }                                                                                                                \
+  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) { \
+    kvc::shim::ShimState& s = state_;                                                                              \
+    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
+      return kvc::shim::forward_prepared(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream, forward_); \
+    });                                                                                                            \
+  }                                                                                                                \
   }

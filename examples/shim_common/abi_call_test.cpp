@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "abi_call.h"
+#include "kvc/abi/dl_dtype.h"
 #include "kvc/status.h"
-#include "testkit/device/dl_dtype.h"
 #include "testkit/cases/small_cases.h"
 
 namespace kvc::shim {
@@ -37,7 +37,7 @@ class FakeCall {
     t.data = reinterpret_cast<void*>(kFakeDeviceAddress);
     t.device = DLDevice{kDLCUDA, m.device};
     t.ndim = m.rank();
-    t.dtype = testkit::dl_dtype(m.dtype);
+    t.dtype = abi::dl_dtype(m.dtype);
     t.shape = shape.data();
     t.strides = strides.data();
     t.byte_offset = static_cast<std::uint64_t>(m.offset_bytes);
@@ -313,7 +313,7 @@ TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
   ShimState shim{"test shim", "test op", every_op_config(), {}, {}};
   kvc_op_support s{};
   s.struct_size = sizeof(s);
-  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kBF16), &s),
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, abi::dl_dtype(DType::kBF16), &s),
             KVC_STATUS_OK);
   EXPECT_EQ(s.supported, 1);
   EXPECT_EQ(s.q_norm_rsqrt, 1);
@@ -321,17 +321,18 @@ TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
   EXPECT_EQ(s.pad_byte, 1);
   EXPECT_EQ(s.amax_floor, 1);
   EXPECT_EQ(s.clamp_order, 0);
-  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kF16), &s),
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, abi::dl_dtype(DType::kF16), &s),
             KVC_STATUS_OK);
   EXPECT_EQ(s.supported, 0);
   ASSERT_NE(s.reason, nullptr);
-  EXPECT_STREQ(s.reason,
-               "the test shim's config (test config) binds no test op to the KV-only insert for packed528 with fp16 rows");
-  EXPECT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, testkit::dl_dtype(DType::kBF16), nullptr),
+  EXPECT_STREQ(
+      s.reason,
+      "the test shim's config (test config) binds no test op to the KV-only insert for packed528 with fp16 rows");
+  EXPECT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, abi::dl_dtype(DType::kBF16), nullptr),
             KVC_STATUS_BAD_ARGUMENT);
 
   shim.error = "no config";
-  ASSERT_EQ(declare_support(shim, KVC_OP_LEGACY_INSERT, KVC_FORMAT_BF16_512, testkit::dl_dtype(DType::kBF16), &s),
+  ASSERT_EQ(declare_support(shim, KVC_OP_LEGACY_INSERT, KVC_FORMAT_BF16_512, abi::dl_dtype(DType::kBF16), &s),
             KVC_STATUS_OK);
   EXPECT_EQ(s.supported, 0);
   EXPECT_STREQ(s.reason, "test shim not configured: no config");
@@ -372,7 +373,12 @@ TEST(ShimAbiCall, AnswersCatchEveryExceptionAndTruncateTheMessage) {
   EXPECT_EQ(answer(shim, nullptr, 0, [] { return Outcome{KVC_STATUS_CUDA_ERROR, "x"}; }), KVC_STATUS_CUDA_ERROR);
   shim.error = "no config";
   bool ran = false;
-  EXPECT_EQ(answer(shim, error, sizeof(error), [&] { ran = true; return Outcome{}; }), KVC_STATUS_UNSUPPORTED);
+  EXPECT_EQ(answer(shim, error, sizeof(error),
+                   [&] {
+                     ran = true;
+                     return Outcome{};
+                   }),
+            KVC_STATUS_UNSUPPORTED);
   EXPECT_FALSE(ran) << "an unconfigured shim calls nothing";
 }
 

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <fstream>
 
+#include "kvc/abi/enum_mapping.h"
+
 namespace kvc::shim {
 namespace {
 
@@ -22,16 +24,17 @@ const std::map<std::string, AbiEntry>& entry_names() {
 }
 
 int rsqrt_mode(const json& j, const char* key) {
-  if (!j.contains(key)) return 0;
+  if (!j.contains(key)) return abi::abi_rsqrt(RsqrtMode::kCorrectlyRounded);
   const std::string v = j.at(key).get<std::string>();
-  if (v == "correctly_rounded") return 0;
-  if (v == "approximate") return 1;
+  if (v == "correctly_rounded") return abi::abi_rsqrt(RsqrtMode::kCorrectlyRounded);
+  if (v == "approximate") return abi::abi_rsqrt(RsqrtMode::kApproximate);
   throw ConfigError(std::string("rsqrt.") + key + ": \"" + v + "\" (correctly_rounded or approximate)");
 }
 
 bool c_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
 
 OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming) {
@@ -81,7 +84,8 @@ OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming
     }
   } else {
     if (!j.contains("arguments") || !j.at("arguments").is_array())
-      throw ConfigError(where + ".arguments: a tvm-ffi function takes its arguments by position: list the value "
+      throw ConfigError(where +
+                        ".arguments: a tvm-ffi function takes its arguments by position: list the value "
                         "names in order ([\"kv\", \"k_cache\", ...])");
     for (const json& v : j.at("arguments")) b.positional.push_back(v.get<std::string>());
   }

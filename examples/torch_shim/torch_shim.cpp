@@ -24,13 +24,14 @@
 #include <dlfcn.h>
 #include <torch/version.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "abi_call.h"
-#include "dlpack_case.h"
+#include "configured_shim.h"
+#include "kvc/abi/dl_dtype.h"
+#include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
 
 namespace {
@@ -41,49 +42,36 @@ using kvc::shim::OpBinding;
 using kvc::shim::Outcome;
 using kvc::shim::PreparedCall;
 
-class Shim {
+class Shim : public kvc::shim::ConfiguredShim {
  public:
   static Shim& get() {
     static Shim shim;
     return shim;
   }
 
-  kvc::shim::ShimState& state() { return state_; }
-  const std::string& name() const { return name_; }
   const c10::OperatorHandle& handle(const OpBinding* b) const { return handles_.at(b); }
 
  private:
-  Shim() {
-    const char* path = std::getenv(kvc::shim::kTorchShimConfigEnv);
-    try {
-      if (path == nullptr || *path == '\0')
-        throw kvc::shim::ConfigError(std::string(kvc::shim::kTorchShimConfigEnv) +
-                                     " is not set: it names the JSON file that binds the ABI's entry points to "
-                                     "torch ops (examples/torch_shim/README.md)");
-      state_.config = kvc::shim::load_shim_config(path, kvc::shim::OpNaming::kTorchSchema);
-      for (const std::string& lib : state_.config.libraries)
-        if (dlopen(lib.c_str(), RTLD_LAZY | RTLD_GLOBAL) == nullptr)
-          throw kvc::shim::ConfigError("dlopen " + lib + ": " + dlerror());
-      for (const auto& [entry, bindings] : state_.config.ops)
-        for (const OpBinding& b : bindings)
-          handles_.emplace(&b, c10::Dispatcher::singleton().findSchemaOrThrow(b.op.c_str(), b.overload.c_str()));
-    } catch (const std::exception& e) {
-      state_.error = e.what();
-    }
-    name_ = "kvconform torch shim over " +
-            (state_.error.empty() ? state_.config.name : "nothing: NOT CONFIGURED: " + state_.error) + " (torch " +
-            TORCH_VERSION + ")";
+  Shim() : ConfiguredShim("torch shim", "torch op") {
+    configure(
+        {kvc::shim::kTorchShimConfigEnv, kvc::shim::OpNaming::kTorchSchema, "examples/torch_shim/README.md"},
+        [&](const kvc::shim::ShimConfig& config) {
+          // Loaded into the global namespace: their static initialisers register the ops.
+          kvc::shim::open_libraries(config, RTLD_LAZY | RTLD_GLOBAL);
+          kvc::shim::for_each_binding(config, [&](const OpBinding& b) {
+            handles_.emplace(&b, c10::Dispatcher::singleton().findSchemaOrThrow(b.op.c_str(), b.overload.c_str()));
+          });
+        },
+        std::string(" (torch ") + TORCH_VERSION + ")");
   }
 
-  kvc::shim::ShimState state_{"torch shim", "torch op", {}, {}, {}};
   std::map<const OpBinding*, c10::OperatorHandle> handles_;
-  std::string name_;
 };
 
 // ---- DLPack -> tensors (no copy) ------------------------------------------------------------
 
 c10::ScalarType scalar_type(DLDataType t) {
-  const auto d = kvc::kernels::abi::dtype_of(t);
+  const auto d = kvc::abi::dtype_of(t);
   switch (d.value_or(DType::kU8)) {
     case DType::kBF16:
       return at::kBFloat16;
@@ -114,7 +102,7 @@ at::Tensor wrap(const DLTensor& t) {
       at::TensorOptions()
           .dtype(scalar_type(t.dtype))
           .device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(t.device.device_id)));
-  return at::from_blob(kvc::kernels::abi::first_element(t), sizes, strides, options);
+  return at::from_blob(kvc::abi::first_element(t), sizes, strides, options);
 }
 
 c10::IValue ivalue(const AbiValue& v) {

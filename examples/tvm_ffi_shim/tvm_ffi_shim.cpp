@@ -29,14 +29,14 @@
 #include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 
-#include <cstdlib>
 #include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "abi_call.h"
-#include "dlpack_case.h"
+#include "configured_shim.h"
+#include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
 
 namespace {
@@ -48,39 +48,23 @@ using kvc::shim::PreparedCall;
 
 constexpr const char* kSymbolPrefix = "__tvm_ffi_";  // what TVM_FFI_DLL_EXPORT_TYPED_FUNC exports
 
-class Shim {
+class Shim : public kvc::shim::ConfiguredShim {
  public:
   static Shim& get() {
     static Shim shim;
     return shim;
   }
 
-  kvc::shim::ShimState& state() { return state_; }
-  const std::string& name() const { return name_; }
   TVMFFISafeCallType function(const OpBinding* b) const { return functions_.at(b); }
 
  private:
-  Shim() {
-    const char* path = std::getenv(kvc::shim::kTvmFfiShimConfigEnv);
-    try {
-      if (path == nullptr || *path == '\0')
-        throw kvc::shim::ConfigError(std::string(kvc::shim::kTvmFfiShimConfigEnv) +
-                                     " is not set: it names the JSON file that binds the ABI's entry points to "
-                                     "tvm-ffi functions (examples/tvm_ffi_shim/README.md)");
-      state_.config = kvc::shim::load_shim_config(path, kvc::shim::OpNaming::kTvmFfiExport);
-      std::vector<void*> modules;
-      for (const std::string& lib : state_.config.libraries) {
-        void* h = dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL);
-        if (h == nullptr) throw kvc::shim::ConfigError("dlopen " + lib + ": " + dlerror());
-        modules.push_back(h);
-      }
-      for (const auto& [entry, bindings] : state_.config.ops)
-        for (const OpBinding& b : bindings) functions_.emplace(&b, find(modules, b.op));
-    } catch (const std::exception& e) {
-      state_.error = e.what();
-    }
-    name_ = "kvconform tvm-ffi shim over " +
-            (state_.error.empty() ? state_.config.name : "nothing: NOT CONFIGURED: " + state_.error);
+  Shim() : ConfiguredShim("tvm-ffi shim", "tvm-ffi function") {
+    configure({kvc::shim::kTvmFfiShimConfigEnv, kvc::shim::OpNaming::kTvmFfiExport, "examples/tvm_ffi_shim/README.md"},
+              [&](const kvc::shim::ShimConfig& config) {
+                const std::vector<void*> modules = kvc::shim::open_libraries(config, RTLD_LAZY | RTLD_LOCAL);
+                kvc::shim::for_each_binding(config,
+                                            [&](const OpBinding& b) { functions_.emplace(&b, find(modules, b.op)); });
+              });
   }
 
   TVMFFISafeCallType find(const std::vector<void*>& modules, const std::string& name) const {
@@ -91,9 +75,7 @@ class Shim {
                                  "\"; nm -D <module.so> | grep __tvm_ffi_ lists what a module exports)");
   }
 
-  kvc::shim::ShimState state_{"tvm-ffi shim", "tvm-ffi function", {}, {}, {}};
   std::map<const OpBinding*, TVMFFISafeCallType> functions_;
-  std::string name_;
 };
 
 std::string byte_array(const TVMFFIByteArray& a) { return std::string(a.data, a.size); }
@@ -117,7 +99,7 @@ class Arguments {
     TVMFFIAny a{};
     if (const auto* t = std::get_if<const DLTensor*>(&v)) {
       DLTensor& copy = tensors_.emplace_back(**t);
-      copy.data = kvc::kernels::abi::first_element(**t);
+      copy.data = kvc::abi::first_element(**t);
       copy.byte_offset = 0;
       a.type_index = kTVMFFIDLTensorPtr;
       a.v_ptr = &copy;

@@ -1,9 +1,9 @@
 // stacked_ctx_kv_abi.cpp: the optional ABI entry point kvc_stacked_ctx_kv over our kernels.
 //
-// As for the insert ops (kernel_abi.cpp): the argument structs and every tensor are checked
-// structurally (NULL, CUDA device) -> KVC_STATUS_BAD_ARGUMENT; the call is described as a
-// StackedCtxKvCase (metadata only) and validated with the contract's rules at the strict level
-// -> the rule's code; the path is decided by the contract's eligibility, with the rotary tables
+// As for the insert ops (kernel_abi.cpp): the call is checked and described as a StackedCtxKvCase
+// by the ABI's shared front-end (kvc/abi/stacked_ctx_kv_call.h: a malformed call ->
+// KVC_STATUS_BAD_ARGUMENT, a broken rule of the contract at the strict level, metadata only -> the
+// rule's code); the path is decided by the contract's eligibility, with the rotary tables
 // compared by identity (the same tensor), since the wrapper reads no values; the stacked weight
 // must be the layers' KV rows' shape (E158); then the launch. Values (cache_loc, positions) are not
 // read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a
@@ -11,30 +11,23 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <cstdio>
-#include <exception>
 #include <string>
 
-#include "dlpack_case.h"
 #include "device_scope.h"
+#include "kvc/abi/dlpack_metadata.h"
+#include "kvc/abi/enum_mapping.h"
+#include "kvc/abi/outcome.h"
+#include "kvc/abi/stacked_ctx_kv_call.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/kernels/stacked_ctx_kv.h"
 #include "kvc/stacked_ctx_kv_validate.h"
 
-namespace kvc::kernels::abi {
+namespace kvc::kernels::abi_wrapper {
 namespace {
 
-struct Outcome {
-  int status = KVC_STATUS_OK;
-  std::string message;
-};
-
-Outcome bad_argument(std::string message) { return Outcome{KVC_STATUS_BAD_ARGUMENT, std::move(message)}; }
-Outcome rejected(const Status& s) { return Outcome{static_cast<int>(s.code), s.ToString()}; }
-
-#define KVC_END_OF(Type, field) (offsetof(Type, field) + sizeof(static_cast<Type*>(nullptr)->field))
-
-std::string layer_name(int i, const char* tensor) { return "layer " + std::to_string(i) + " " + tensor; }
+using abi::first_element;
+using abi::Outcome;
+using abi::tensor_meta;
 
 bool same_tensor(const DLTensor* a, const DLTensor* b) {
   if (a == b) return true;
@@ -42,56 +35,6 @@ bool same_tensor(const DLTensor* a, const DLTensor* b) {
   for (int d = 0; d < a->ndim; ++d)
     if (a->shape[d] != b->shape[d]) return false;
   return true;
-}
-
-// Every tensor the call names, checked structurally; the optional ones when present.
-std::string structural_defects(const kvc_stacked_ctx_kv_args& a) {
-  for (const auto& [t, name] :
-       {std::pair<const DLTensor*, const char*>{a.x, "x"}, {a.positions, "positions"}, {a.cache_loc, "cache_loc"}})
-    if (std::string d = structural_defect(t, name); !d.empty()) return d;
-  for (int i = 0; i < a.num_layers; ++i) {
-    const kvc_stacked_ctx_kv_layer& l = a.layers[i];
-    for (const auto& [t, name] : {std::pair<const DLTensor*, const char*>{l.qkv_weight, "qkv_weight"},
-                                  {l.k_norm_weight, "k_norm_weight"},
-                                  {l.cos_sin_cache, "cos_sin_cache"},
-                                  {l.k_pool, "k_pool"},
-                                  {l.v_pool, "v_pool"}})
-      if (std::string d = structural_defect(t, layer_name(i, name).c_str()); !d.empty()) return d;
-    if (l.qkv_bias != nullptr)
-      if (std::string d = structural_defect(l.qkv_bias, layer_name(i, "qkv_bias").c_str()); !d.empty()) return d;
-  }
-  for (const auto& [t, name] : {std::pair<const DLTensor*, const char*>{a.stacked_weight, "stacked_weight"},
-                                {a.stacked_bias, "stacked_bias"},
-                                {a.projection, "projection"}})
-    if (t != nullptr)
-      if (std::string d = structural_defect(t, name); !d.empty()) return d;
-  return {};
-}
-
-// The call's metadata as the contract's case. A dtype the contract does not know becomes one that
-// the tensor's own rule rejects.
-StackedCtxKvCase describe(const kvc_stacked_ctx_kv_args& a) {
-  StackedCtxKvCase c;
-  c.x = metadata_tensor(*a.x, DType::kF32);                  // -> E140
-  c.positions = metadata_tensor(*a.positions, DType::kF32);  // -> E150
-  c.cache_loc = metadata_tensor(*a.cache_loc, DType::kF32);  // -> E151
-  for (int i = 0; i < a.num_layers; ++i) {
-    const kvc_stacked_ctx_kv_layer& in = a.layers[i];
-    StackedCtxKvLayer l;
-    l.qkv_weight = metadata_tensor(*in.qkv_weight, DType::kF32);                          // -> E144
-    if (in.qkv_bias != nullptr) l.qkv_bias = metadata_tensor(*in.qkv_bias, DType::kF32);  // -> E147
-    l.k_norm_weight = metadata_tensor(*in.k_norm_weight, DType::kF32);                    // -> E148
-    l.cos_sin = metadata_tensor(*in.cos_sin_cache, DType::kI64);                          // -> E152
-    l.k_pool = tensor_meta(*in.k_pool, DType::kF32);                                      // -> E153
-    l.v_pool = tensor_meta(*in.v_pool, DType::kF32);
-    l.q_size = in.q_size;
-    l.num_kv_heads = in.num_kv_heads;
-    l.head_dim = in.head_dim;
-    l.eps = in.eps;
-    l.quantized = in.quantized != 0;
-    c.layers.push_back(std::move(l));
-  }
-  return c;
 }
 
 // The stacked weight and bias of the stacked path: the layers' KV rows' shape and dtype (E158).
@@ -150,39 +93,19 @@ StackedLayerDevice device_layer(const kvc_stacked_ctx_kv_layer& in, const Stacke
 using detail::DeviceScope;
 
 Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
-  if (a == nullptr) return bad_argument("args is NULL");
-  if (a->struct_size < KVC_END_OF(kvc_stacked_ctx_kv_args, path_taken))
-    return bad_argument("struct_size " + std::to_string(a->struct_size) + " does not cover kvc_stacked_ctx_kv_args");
-  if (a->layer_struct_size < KVC_END_OF(kvc_stacked_ctx_kv_layer, quantized))
-    return bad_argument("layer_struct_size " + std::to_string(a->layer_struct_size) +
-                        " does not cover kvc_stacked_ctx_kv_layer");
-  if (a->layer_struct_size != sizeof(kvc_stacked_ctx_kv_layer))
-    return bad_argument("layer_struct_size " + std::to_string(a->layer_struct_size) +
-                        ": this library's layer entry is " + std::to_string(sizeof(kvc_stacked_ctx_kv_layer)) +
-                        " bytes");
-  if (a->num_layers > 0 && a->layers == nullptr) return bad_argument("layers is NULL");
-  if (a->path < KVC_STACKED_PATH_AUTO || a->path > KVC_STACKED_PATH_STACKED)
-    return bad_argument("path " + std::to_string(a->path) + " is no kvc_stacked_path");
-  if (a->gemm != KVC_GEMM_EXACT_ORDER && a->gemm != KVC_GEMM_ANY_ORDER)
-    return bad_argument("gemm " + std::to_string(a->gemm) + " is no kvc_projection_gemm");
-  if (std::string d = structural_defects(*a); !d.empty()) return bad_argument(d);
-
-  const StackedCtxKvCase c = describe(*a);
-  if (Status s = validate_stacked_ctx_kv(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok())
-    return rejected(s);
+  StackedCtxKvCase c;
+  if (Outcome o = abi::check_stacked_ctx_kv(a, &c); !o.ok()) return o;
   const StackedEligibility eligibility = stacked_ctx_kv_eligibility(
       c, [&](int layer) { return same_tensor(a->layers[layer].cos_sin_cache, a->layers[0].cos_sin_cache); });
-  StackedPathRequest request = a->path == KVC_STACKED_PATH_STACKED     ? StackedPathRequest::kStacked
-                               : a->path == KVC_STACKED_PATH_PER_LAYER ? StackedPathRequest::kPerLayer
-                                                                       : StackedPathRequest::kAuto;
+  StackedPathRequest request = *abi::stacked_path_request_of(a->path);  // checked above
   // AUTO without stacked parameters can only run per layer.
   if (request == StackedPathRequest::kAuto && a->stacked_weight == nullptr) request = StackedPathRequest::kPerLayer;
   StackedPath path = StackedPath::kPerLayer;
-  if (Status s = resolve_stacked_path(request, eligibility, &path); !s.ok()) return rejected(s);
+  if (Status s = resolve_stacked_path(request, eligibility, &path); !s.ok()) return abi::rejected(s);
   if (path == StackedPath::kStacked)
-    if (Status s = check_stacked_params(*a, c); !s.ok()) return rejected(s);
+    if (Status s = check_stacked_params(*a, c); !s.ok()) return abi::rejected(s);
   if (a->projection != nullptr)
-    if (std::string d = projection_defect(*a->projection, c); !d.empty()) return bad_argument(d);
+    if (std::string d = projection_defect(*a->projection, c); !d.empty()) return abi::bad_argument(d);
   if (a->gemm == KVC_GEMM_ANY_ORDER)
     for (const StackedCtxKvLayer& l : c.layers)
       if (l.dtype() != c.storage_dtype())
@@ -206,8 +129,7 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
         a->stacked_bias != nullptr ? static_cast<const std::uint16_t*>(first_element(*a->stacked_bias)) : nullptr;
   }
   if (a->projection != nullptr) p.projection = static_cast<std::uint16_t*>(first_element(*a->projection));
-  if (a->path_taken != nullptr)
-    *a->path_taken = path == StackedPath::kStacked ? KVC_STACKED_PATH_STACKED : KVC_STACKED_PATH_PER_LAYER;
+  if (a->path_taken != nullptr) *a->path_taken = abi::abi_stacked_path(path);
   if (p.tokens == 0) return {};
 
   DeviceScope scope;
@@ -225,22 +147,11 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
   return Outcome{KVC_STATUS_CUDA_ERROR, s.message};
 }
 
-int finish(const Outcome& o, char* error, std::size_t capacity) {
-  if (error != nullptr && capacity > 0) std::snprintf(error, capacity, "%s", o.message.c_str());
-  return o.status;
-}
-
 }  // namespace
-}  // namespace kvc::kernels::abi
+}  // namespace kvc::kernels::abi_wrapper
 
 extern "C" KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,
                                                  size_t error_capacity) {
-  using kvc::kernels::abi::finish;
-  try {
-    return finish(kvc::kernels::abi::stacked_ctx_kv(args, stream), error, error_capacity);
-  } catch (const std::exception& e) {
-    return finish({KVC_STATUS_BAD_ARGUMENT, std::string("internal error: ") + e.what()}, error, error_capacity);
-  } catch (...) {
-    return finish({KVC_STATUS_BAD_ARGUMENT, "internal error"}, error, error_capacity);
-  }
+  return kvc::abi::answer(error, error_capacity,
+                          [&] { return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream); });
 }

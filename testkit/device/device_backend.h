@@ -22,13 +22,16 @@
 #include <tuple>
 #include <vector>
 
+#include "kvc/abi/dl_dtype.h"
 #include "kvc/kernel_abi.h"
 #include "testkit/backends/backend.h"
 #include "testkit/device/device_buffers.h"
-#include "testkit/device/dl_dtype.h"
 #include "testkit/device/kernel_library.h"
 
 namespace kvc::testkit {
+
+// The DLPack type of a contract dtype, for the DLTensors the device side describes.
+using abi::dl_dtype;
 
 struct DeviceBackendOptions {
   // true: the host-side harness validation above runs first (a rejection never reaches the ABI).
@@ -75,7 +78,7 @@ struct RsqrtModes {
 std::string abi_inexpressible(const InsertCase& c);
 
 // The cache view as the tensor a DLTensor describes: [num_blocks, block_size, width] with its
-// strides, cut to its rank. (DLPack types: dl_dtype.h.)
+// strides, cut to its rank. (DLPack types: kvc/abi/dl_dtype.h.)
 TensorMeta cache_meta(const CacheGeometry& g);
 
 class DeviceBackend final : public Backend {
