@@ -13,14 +13,6 @@ constexpr float kNormWeightSpread = 0.1f;
 // Spare cos/sin rows past the last position, as the upstream test allocates (n + 16 rows).
 constexpr std::int64_t kSpareTableRows = 16;
 
-TensorMeta contiguous_meta(DType dtype, std::vector<std::int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = dtype;
-  m.strides = contiguous_strides(sizes);
-  m.sizes = std::move(sizes);
-  return m;
-}
-
 }  // namespace
 
 BenchInputs make_bench_inputs(std::int64_t tokens, std::uint64_t seed) {

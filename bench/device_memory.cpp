@@ -1,4 +1,4 @@
-// device_memory.cpp: bare device allocations and DLPack descriptions (see device_memory.h).
+// device_memory.cpp: bare device allocations (see device_memory.h).
 #include "device_memory.h"
 
 #include <cuda_runtime_api.h>
@@ -7,8 +7,6 @@
 #include <cstdio>
 #include <utility>
 
-#include "kvc/abi/dl_dtype.h"
-#include "kvc/kernel_abi.h"
 #include "testkit/device/device_buffers.h"
 
 namespace kvc::bench {
@@ -26,7 +24,6 @@ std::string gib(std::int64_t bytes) {
 }  // namespace
 
 using testkit::check_cuda;
-using abi::dl_dtype;
 
 DeviceAllocation::DeviceAllocation(std::string name, std::int64_t bytes) : name_(std::move(name)), bytes_(bytes) {
   if (bytes_ > 0)
@@ -83,31 +80,6 @@ void require_free_device_memory(std::int64_t bytes, const std::string& what) {
     throw testkit::DeviceError(what + " needs " + gib(bytes) + " of device memory; " +
                                gib(static_cast<std::int64_t>(free_bytes)) + " of " +
                                gib(static_cast<std::int64_t>(total_bytes)) + " are free");
-}
-
-DeviceTensor::DeviceTensor(const TensorMeta& meta, void* base) : shape_(meta.sizes), strides_(meta.strides) {
-  tensor_.data = base;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  tensor_.device = {kDLCUDA, device};
-  tensor_.ndim = meta.rank();
-  tensor_.dtype = dl_dtype(meta.dtype);
-  tensor_.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
-}
-
-DeviceTensor DeviceTensor::cache(const CacheGeometry& g, void* base) {
-  TensorMeta m;
-  m.dtype = g.dtype;
-  m.sizes = {g.num_blocks, g.block_size, g.width};
-  m.strides = {g.stride0, g.stride1, g.stride2};
-  m.offset_bytes = g.offset_bytes;
-  return DeviceTensor(m, base);
-}
-
-const DLTensor* DeviceTensor::dl() {
-  tensor_.shape = shape_.data();
-  tensor_.strides = strides_.data();
-  return &tensor_;
 }
 
 }  // namespace kvc::bench

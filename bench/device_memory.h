@@ -1,18 +1,15 @@
-// device_memory.h: plain device allocations for the benchmarks, and their DLPack descriptions.
+// device_memory.h: plain device allocations for the benchmarks.
 //
 // The conformance suite wraps every buffer in guard zones and reads it back after each call; a
 // benchmark wants the opposite: buffers uploaded once, then touched only by the op being timed.
-// So these are bare cudaMalloc allocations (no managed memory: it would time page migration).
-// Errors throw testkit::DeviceError with the call and the buffer named.
+// So these are bare cudaMalloc allocations (no managed memory: it would time page migration),
+// described to the ABI by the suite's own DLTensors (testkit/device/device_tensor.h). Errors
+// throw testkit::DeviceError with the call and the buffer named.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <dlpack/dlpack.h>
-
-#include "kvc/insert_case.h"
 
 namespace kvc::bench {
 
@@ -47,22 +44,5 @@ class DeviceAllocation {
 // the runtime), naming what was being allocated: a clear message instead of an allocation error
 // halfway through building a case.
 void require_free_device_memory(std::int64_t bytes, const std::string& what);
-
-// A tensor argument as the ABI takes it: a DLTensor whose shape and strides live here. Pointers
-// inside the DLTensor are refreshed by dl(), so the object may be moved.
-class DeviceTensor {
- public:
-  DeviceTensor() = default;
-  // `base` is the allocation; meta.offset_bytes becomes DLTensor.byte_offset.
-  DeviceTensor(const TensorMeta& meta, void* base);
-  // The paged cache view [num_blocks, block_size, width] with the geometry's strides and offset.
-  static DeviceTensor cache(const CacheGeometry& g, void* base);
-
-  const DLTensor* dl();
-
- private:
-  DLTensor tensor_{};
-  std::vector<std::int64_t> shape_, strides_;
-};
 
 }  // namespace kvc::bench

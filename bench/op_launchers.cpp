@@ -1,18 +1,19 @@
-// op_launchers.cpp: ABI argument structs and launches (see op_launchers.h).
+// op_launchers.cpp: ABI argument structs over the workspace, and launches (see op_launchers.h).
 #include "op_launchers.h"
 
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <memory>
 #include <stdexcept>
 
+#include "testkit/device/abi_args.h"
 #include "testkit/device/device_buffers.h"
+#include "testkit/device/device_tensor.h"
 #include "kvc/abi/dl_dtype.h"
 
 namespace kvc::bench {
 namespace {
-
-constexpr std::size_t kErrorCapacity = 1024;
 
 void check_status(int rc, const char* entry_point, const char* error) {
   if (rc == KVC_STATUS_OK) return;
@@ -20,100 +21,80 @@ void check_status(int rc, const char* entry_point, const char* error) {
                            (error[0] != '\0' ? ": " : "") + error);
 }
 
-// The KV-only call's tensors; the struct stays where it was allocated (DLTensor pointers).
+// The DLTensors of one call, kept where the argument struct points.
+class CallTensors {
+ public:
+  CallTensors() : device_(testkit::current_device()) {}
+  CallTensors(const CallTensors&) = delete;
+  CallTensors& operator=(const CallTensors&) = delete;
+
+  const DLTensor* over(void* data, const TensorMeta& meta) { return tensors_.emplace_back(data, meta, device_).dl(); }
+  // nullptr for an absent optional.
+  const DLTensor* over(void* data, const HostTensor& t) { return t.present ? over(data, t.meta) : nullptr; }
+
+ private:
+  int device_;
+  std::deque<testkit::DeviceTensor> tensors_;
+};
+
+// The workspace tensors both insert ops read: the rows at `kv_rows`, the cache of the case's
+// format, slots, positions, the cos/sin table and the fp8 scale.
+testkit::InsertCallTensors kv_side(CallTensors& tensors, DeviceWorkspace& ws, const InsertCase& c, void* kv_rows) {
+  testkit::InsertCallTensors t;
+  t.kv = tensors.over(kv_rows, c.kv.meta);
+  t.kv_cache = tensors.over(ws.cache(*format_of(c)), testkit::cache_meta(c.cache));
+  t.slot_mapping = tensors.over(ws.slots(), c.slots.meta);
+  t.position_ids = tensors.over(ws.positions(), c.positions.meta);
+  t.cos_sin_cache = tensors.over(ws.cos_sin(), c.cos_sin.meta);
+  t.fp8_scale = tensors.over(ws.fp8_scale(), c.fp8_scale);
+  return t;
+}
+
 struct KvOnlyCall {
-  DeviceTensor kv, cache, slots, positions, cos_sin, fp8_scale, weight;
+  CallTensors tensors;
   kvc_kv_only_insert_args args{};
 
   KvOnlyCall(DeviceWorkspace& ws, const InsertCase& c, void* kv_rows) {
-    kv = DeviceTensor(c.kv.meta, kv_rows);
-    cache = DeviceTensor::cache(c.cache, ws.cache(*format_of(c)));
-    slots = DeviceTensor(c.slots.meta, ws.slots());
-    positions = DeviceTensor(c.positions.meta, ws.positions());
-    cos_sin = DeviceTensor(c.cos_sin.meta, ws.cos_sin());
-    args.struct_size = sizeof args;
-    args.kv = kv.dl();
-    args.kv_cache = cache.dl();
-    args.slot_mapping = slots.dl();
-    args.position_ids = positions.dl();
-    args.cos_sin_cache = cos_sin.dl();
-    if (c.fp8_scale.present) {
-      fp8_scale = DeviceTensor(c.fp8_scale.meta, ws.fp8_scale());
-      args.fp8_scale = fp8_scale.dl();
-    }
-    if (c.kv_norm_weight.present) {
-      weight = DeviceTensor(c.kv_norm_weight.meta, ws.kv_norm_weight());
-      args.kv_norm_weight = weight.dl();
-      args.kv_norm_eps = c.kv_norm_eps;
-    }
-    args.block_size = c.block_size;
-    args.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
+    testkit::InsertCallTensors t = kv_side(tensors, ws, c, kv_rows);
+    t.kv_norm_weight = tensors.over(ws.kv_norm_weight(), c.kv_norm_weight);
+    args = testkit::kv_only_insert_args(c, t);
   }
   void launch(const testkit::KernelAbi& abi, void* stream) const {
-    char error[kErrorCapacity] = {0};
+    char error[testkit::kAbiErrorCapacity] = {0};
     check_status(abi.kvc_kv_only_insert(&args, stream, error, sizeof error), "kvc_kv_only_insert", error);
   }
 };
 
 struct LegacyCall {
-  DeviceTensor q, q_out, q_scale_inv, kv, cache, slots, positions, cos_sin, fp8_scale;
+  CallTensors tensors;
   kvc_legacy_insert_args args{};
 
   LegacyCall(DeviceWorkspace& ws, const InsertCase& c) {
     const DeviceWorkspace::Query buffers = ws.query(*format_of(c), c.q.meta.size(1));
-    q = DeviceTensor(c.q.meta, buffers.q);
-    q_out = DeviceTensor(c.q_out, buffers.q_out);
-    kv = DeviceTensor(c.kv.meta, ws.kv());
-    cache = DeviceTensor::cache(c.cache, ws.cache(*format_of(c)));
-    slots = DeviceTensor(c.slots.meta, ws.slots());
-    positions = DeviceTensor(c.positions.meta, ws.positions());
-    cos_sin = DeviceTensor(c.cos_sin.meta, ws.cos_sin());
-    args.struct_size = sizeof args;
-    args.q = q.dl();
-    args.q_out = q_out.dl();
-    if (c.q_scale_inv.present) {
-      q_scale_inv = DeviceTensor(c.q_scale_inv.meta, ws.q_scale_inv());
-      args.q_scale_inv = q_scale_inv.dl();
-    }
-    args.kv = kv.dl();
-    args.kv_cache = cache.dl();
-    args.slot_mapping = slots.dl();
-    args.position_ids = positions.dl();
-    args.cos_sin_cache = cos_sin.dl();
-    if (c.fp8_scale.present) {
-      fp8_scale = DeviceTensor(c.fp8_scale.meta, ws.fp8_scale());
-      args.fp8_scale = fp8_scale.dl();
-    }
-    args.block_size = c.block_size;
-    args.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    args.eps = c.eps;
-    args.apply_q_norm = c.apply_q_norm ? 1 : 0;
-    args.apply_q_rope = c.apply_q_rope ? 1 : 0;
-    args.q_interleaved = c.q_interleaved ? 1 : 0;
-    args.force_grid = 0;  // the library's own grid choice: what production runs
+    testkit::InsertCallTensors t = kv_side(tensors, ws, c, ws.kv());
+    t.q = tensors.over(buffers.q, c.q.meta);
+    t.q_out = tensors.over(buffers.q_out, c.q_out);
+    t.q_scale_inv = tensors.over(ws.q_scale_inv(), c.q_scale_inv);
+    args = testkit::legacy_insert_args(c, t);  // the library's own grid choice: what production runs
   }
   void launch(const testkit::KernelAbi& abi, void* stream) const {
-    char error[kErrorCapacity] = {0};
+    char error[testkit::kAbiErrorCapacity] = {0};
     check_status(abi.kvc_legacy_insert(&args, stream, error, sizeof error), "kvc_legacy_insert", error);
   }
 };
 
 struct KvNormCall {
-  DeviceTensor kv, weight, out;
+  CallTensors tensors;
   kvc_kv_norm_args args{};
 
   KvNormCall(DeviceWorkspace& ws, const InsertCase& fused) {
-    kv = DeviceTensor(fused.kv.meta, ws.kv());
-    weight = DeviceTensor(fused.kv_norm_weight.meta, ws.kv_norm_weight());
-    out = DeviceTensor(fused.kv.meta, ws.normed_kv());
-    args.struct_size = sizeof args;
-    args.kv = kv.dl();
-    args.weight = weight.dl();
-    args.out = out.dl();
-    args.eps = fused.kv_norm_eps;
+    const DLTensor* kv = tensors.over(ws.kv(), fused.kv.meta);
+    const DLTensor* weight = tensors.over(ws.kv_norm_weight(), fused.kv_norm_weight.meta);
+    const DLTensor* out = tensors.over(ws.normed_kv(), fused.kv.meta);
+    args = testkit::kv_norm_args(kv, weight, out, fused.kv_norm_eps);
   }
   void launch(const testkit::KernelAbi& abi, void* stream) const {
-    char error[kErrorCapacity] = {0};
+    char error[testkit::kAbiErrorCapacity] = {0};
     check_status(abi.kvc_kv_norm(&args, stream, error, sizeof error), "kvc_kv_norm", error);
   }
 };

@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,7 @@
 #include "kvc/kernel_abi.h"
 #include "kvc/oracle/cos_sin_cache.h"
 #include "testkit/device/device_buffers.h"
+#include "testkit/device/device_tensor.h"
 #include "testkit/device/kernel_library.h"
 #include "stacked_ctx_kv_benchmarks.h"
 
@@ -52,14 +54,6 @@ constexpr double kMicro = 1e6;
 // layers enqueues up to ~30 operations (cuBLAS may launch two kernels per GEMM), and all timed
 // runs must fit in the device's launch queue before the gate opens (gpu_timer.h).
 constexpr TimingPlan kPlan{3, 20, 1};
-
-TensorMeta meta(DType d, std::vector<std::int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = d;
-  m.strides = contiguous_strides(sizes);
-  m.sizes = std::move(sizes);
-  return m;
-}
 
 void check(cudaError_t e, const char* what) { testkit::check_cuda(static_cast<int>(e), what); }
 
@@ -106,31 +100,32 @@ class Model {
 
   // The ABI arguments of one call over the first `layers` layers and `tokens` tokens.
   struct Call {
-    std::vector<DeviceTensor> tensors;
+    std::deque<testkit::DeviceTensor> tensors;  // stable addresses: the args point into it
     std::vector<kvc_stacked_ctx_kv_layer> layers;
     kvc_stacked_ctx_kv_args args{};
   };
   std::unique_ptr<Call> call(int layers, std::int64_t tokens, int path, int gemm) {
     auto c = std::make_unique<Call>();
-    c->tensors.reserve(static_cast<std::size_t>(8 + 5 * layers));  // stable addresses for dl()
+    const int device = testkit::current_device();
     auto tensor = [&](const TensorMeta& m, void* base) -> const DLTensor* {
-      c->tensors.emplace_back(m, base);
-      return c->tensors.back().dl();
+      return c->tensors.emplace_back(base, m, device).dl();
     };
     const DType bf16 = DType::kBF16;
     c->args.struct_size = sizeof c->args;
     c->args.layer_struct_size = sizeof(kvc_stacked_ctx_kv_layer);
-    c->args.x = tensor(meta(bf16, {tokens, kHidden}), x_.data());
-    c->args.positions = tensor(meta(DType::kI64, {tokens}), positions_.data());
-    c->args.cache_loc = tensor(meta(DType::kI64, {tokens}), cache_loc_.data());
-    const DLTensor* table = tensor(meta(DType::kF32, {kMaxPos, kHeadDim}), cos_sin_.data());
+    c->args.x = tensor(contiguous_meta(bf16, {tokens, kHidden}), x_.data());
+    c->args.positions = tensor(contiguous_meta(DType::kI64, {tokens}), positions_.data());
+    c->args.cache_loc = tensor(contiguous_meta(DType::kI64, {tokens}), cache_loc_.data());
+    const DLTensor* table = tensor(contiguous_meta(DType::kF32, {kMaxPos, kHeadDim}), cos_sin_.data());
     for (int l = 0; l < layers; ++l) {
       kvc_stacked_ctx_kv_layer a{};
-      a.qkv_weight = tensor(meta(bf16, {kQkvRows, kHidden}), weights_[static_cast<std::size_t>(l)].data());
-      a.k_norm_weight = tensor(meta(bf16, {kHeadDim}), norms_[static_cast<std::size_t>(l)].data());
+      a.qkv_weight = tensor(contiguous_meta(bf16, {kQkvRows, kHidden}), weights_[static_cast<std::size_t>(l)].data());
+      a.k_norm_weight = tensor(contiguous_meta(bf16, {kHeadDim}), norms_[static_cast<std::size_t>(l)].data());
       a.cos_sin_cache = table;  // one rotary table for every layer, as the model shares it
-      a.k_pool = tensor(meta(bf16, {kMaxTokens, kKvHeads, kHeadDim}), k_pools_[static_cast<std::size_t>(l)].data());
-      a.v_pool = tensor(meta(bf16, {kMaxTokens, kKvHeads, kHeadDim}), v_pools_[static_cast<std::size_t>(l)].data());
+      a.k_pool =
+          tensor(contiguous_meta(bf16, {kMaxTokens, kKvHeads, kHeadDim}), k_pools_[static_cast<std::size_t>(l)].data());
+      a.v_pool =
+          tensor(contiguous_meta(bf16, {kMaxTokens, kKvHeads, kHeadDim}), v_pools_[static_cast<std::size_t>(l)].data());
       a.q_size = kQSize;
       a.num_kv_heads = kKvHeads;
       a.head_dim = kHeadDim;
@@ -141,9 +136,9 @@ class Model {
     c->args.num_layers = layers;
     c->args.path = path;
     c->args.gemm = gemm;
-    c->args.stacked_weight = tensor(meta(bf16, {layers * kKvRows, kHidden}), stacked_.data());
+    c->args.stacked_weight = tensor(contiguous_meta(bf16, {layers * kKvRows, kHidden}), stacked_.data());
     // The projection in a buffer of the model's: no stream-ordered allocation inside the timed call.
-    c->args.projection = tensor(meta(bf16, {tokens, layers * kKvRows}), projection_.data());
+    c->args.projection = tensor(contiguous_meta(bf16, {tokens, layers * kKvRows}), projection_.data());
     return c;
   }
 

@@ -4,161 +4,20 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstring>
-#include <deque>
-#include <memory>
+#include <utility>
 
 #include "testkit/backends/abi_profile.h"
 #include "testkit/backends/backing.h"
+#include "testkit/device/guarded_tensors.h"
 #include "kvc/validate.h"
 #include "kvc/validate_store.h"
 
 namespace kvc::testkit {
 namespace {
 
-// A cache guard of one page catches a write to page -1 or page num_blocks (a skipped slot taken
-// as an index, an off-by-one page); the cap keeps absurd strides of invalid cases allocatable.
-constexpr std::int64_t kMaxCacheGuardBytes = std::int64_t{1} << 20;
-constexpr std::size_t kErrorCapacity = 1024;
-
-std::string dtype_name(DType t) {
-  switch (t) {
-    case DType::kBF16:
-      return "bf16";
-    case DType::kF16:
-      return "f16";
-    case DType::kF32:
-      return "f32";
-    case DType::kI64:
-      return "i64";
-    case DType::kU8:
-      return "u8";
-    case DType::kE4M3:
-      return "e4m3";
-    case DType::kI32:
-      return "i32";
-  }
-  return "dtype " + std::to_string(static_cast<int>(t));
-}
-
 bool has_dl_dtype(DType t) { return dtype_size(t) != 0; }
 
-}  // namespace
-
-// The cache view as a tensor: [num_blocks, block_size, width] with its strides, cut to its rank
-// (a rank-2 cache is what the "cache rank" rule is tested with).
-TensorMeta cache_meta(const CacheGeometry& g) {
-  TensorMeta m;
-  m.dtype = g.dtype;
-  const std::int64_t sizes[] = {g.num_blocks, g.block_size, g.width};
-  const std::int64_t strides[] = {g.stride0, g.stride1, g.stride2};
-  for (int d = 0; d < std::min(g.rank, 3); ++d) {
-    m.sizes.push_back(sizes[d]);
-    m.strides.push_back(strides[d]);
-  }
-  m.offset_bytes = g.offset_bytes;
-  m.device = g.device;
-  return m;
-}
-
-namespace {
-
-std::string meta_inexpressible(const std::string& name, const TensorMeta& m) {
-  if (m.sizes.size() != m.strides.size())
-    return name + ": " + std::to_string(m.sizes.size()) + " sizes but " + std::to_string(m.strides.size()) +
-           " strides (a DLTensor has one ndim)";
-  if (m.offset_bytes < 0)
-    return name + ": negative byte offset " + std::to_string(m.offset_bytes) + " (DLTensor.byte_offset is unsigned)";
-  if (!has_dl_dtype(m.dtype)) return name + ": " + dtype_name(m.dtype) + " has no DLPack type";
-  return {};
-}
-
 bool in_place_q(const InsertCase& c) { return c.op == InsertOp::kLegacy && format_of(c) == RecordFormat::kBf16_512; }
-
-// The device buffers and DLTensors of one call. Buffers are kept with the bytes they were
-// uploaded with, so that inputs (and, after a rejection, everything) can be checked afterwards.
-class DeviceCall {
- public:
-  explicit DeviceCall(int device) : device_(device) {}
-
-  // A buffer holding `bytes`, which must outlive the call (the case's own tensors, the caller's
-  // outputs): they are what the buffer is checked against afterwards, without a copy of
-  // possibly hundreds of MiB. `is_input`: the call must not modify it.
-  std::size_t add_buffer(std::string name, const std::vector<std::uint8_t>& bytes, bool is_input,
-                         std::int64_t guard = kDeviceGuardBytes) {
-    buffers_.push_back(Buffer{GuardedDeviceBuffer(std::move(name), bytes, guard), {}, &bytes, is_input});
-    return buffers_.size() - 1;
-  }
-  // The same for bytes made for the call, kept here.
-  std::size_t add_owned_buffer(std::string name, std::vector<std::uint8_t> bytes, bool is_input) {
-    Buffer& b = buffers_.emplace_back(
-        Buffer{GuardedDeviceBuffer(std::move(name), bytes, kDeviceGuardBytes), std::move(bytes), nullptr, is_input});
-    b.uploaded = &b.owned;
-    return buffers_.size() - 1;
-  }
-
-  // A DLTensor over buffer `index` described by `meta` (element 0 at meta.offset_bytes).
-  const DLTensor* view(std::size_t index, const TensorMeta& meta) {
-    View& v = views_.emplace_back();
-    v.shape = meta.sizes;
-    v.strides = meta.strides;
-    if (v.shape.empty()) v.shape.push_back(1), v.strides.push_back(1);  // 0-d: valid pointers, ndim 0
-    v.tensor.data = buffers_[index].device.payload();
-    v.tensor.device = DLDevice{kDLCUDA, device_ + meta.device};
-    v.tensor.ndim = static_cast<std::int32_t>(meta.sizes.size());
-    v.tensor.dtype = dl_dtype(meta.dtype);
-    v.tensor.shape = v.shape.data();
-    v.tensor.strides = v.strides.data();
-    v.tensor.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
-    return &v.tensor;
-  }
-
-  // Uploads a present input tensor and returns its view; nullptr for an absent optional.
-  const DLTensor* input(const std::string& name, const HostTensor& t) {
-    if (!t.present) return nullptr;
-    return view(add_buffer(name, t.bytes, true), t.meta);
-  }
-
-  // The bytes of an output buffer as downloaded by download_and_check (moved out: read once).
-  std::vector<std::uint8_t> take_payload(std::size_t index) { return std::move(contents_[index].payload); }
-
-  // Downloads every buffer and appends damage: guard zones always; payloads of inputs always,
-  // and of every buffer when the call was rejected (a rejected call writes nothing).
-  void download_and_check(bool rejected, std::vector<BufferDamage>* damage) {
-    contents_.clear();
-    for (const Buffer& b : buffers_) {
-      contents_.push_back(b.device.download());
-      b.device.check_guards(contents_.back(), damage);
-      if (b.is_input)
-        b.device.check_payload(contents_.back(), *b.uploaded, "input changed", damage);
-      else if (rejected)
-        b.device.check_payload(contents_.back(), *b.uploaded, "written by a rejected call", damage);
-      if (b.is_input) contents_.back() = {};  // checked; only outputs are read back later
-    }
-  }
-
- private:
-  struct Buffer {
-    GuardedDeviceBuffer device;
-    std::vector<std::uint8_t> owned;
-    const std::vector<std::uint8_t>* uploaded;
-    bool is_input;
-  };
-  struct View {
-    DLTensor tensor{};
-    std::vector<std::int64_t> shape, strides;
-  };
-  int device_;
-  std::deque<Buffer> buffers_;  // stable addresses: `uploaded` may point into an element
-  std::deque<View> views_;      // stable addresses: the ABI args point into it
-  std::vector<GuardedDeviceBuffer::Contents> contents_;
-};
-
-int current_device() {
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  return device;
-}
 
 const char* op_name(std::int32_t op) {
   switch (op) {
@@ -177,29 +36,6 @@ RsqrtMode rsqrt_mode_of(std::int32_t declared) {
 }
 
 }  // namespace
-
-std::string abi_inexpressible(const InsertCase& c) {
-  if (c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy)
-    return "op code " + std::to_string(static_cast<int>(c.op)) + " has no ABI entry point";
-  if (c.op == InsertOp::kLegacy && c.kv_norm_weight.present) return "the legacy op's ABI has no kv_norm weight";
-  const std::pair<const char*, const HostTensor*> tensors[] = {{"kv", &c.kv},
-                                                               {"slot_mapping", &c.slots},
-                                                               {"position_ids", &c.positions},
-                                                               {"cos_sin_cache", &c.cos_sin},
-                                                               {"fp8_scale", &c.fp8_scale},
-                                                               {"q", &c.q},
-                                                               {"q_scale_inv", &c.q_scale_inv},
-                                                               {"kv_norm_weight", &c.kv_norm_weight}};
-  for (const auto& [name, t] : tensors) {
-    if (!t->present) continue;
-    if (std::string why = meta_inexpressible(name, t->meta); !why.empty()) return why;
-  }
-  if (c.op == InsertOp::kLegacy)
-    if (std::string why = meta_inexpressible("q_out", c.q_out); !why.empty()) return why;
-  if (c.cache.rank < 0 || c.cache.rank > 3)
-    return "k_cache: rank " + std::to_string(c.cache.rank) + " (the case describes 3 dims)";
-  return meta_inexpressible("k_cache", cache_meta(c.cache));
-}
 
 std::string DeviceRunChecks::to_string() const {
   std::string s;
@@ -307,6 +143,20 @@ void DeviceBackend::finish_damage_checks() {
     throw BufferDamageError(name() + " damaged device memory:\n" + checks_.to_string());
 }
 
+Status DeviceBackend::call_library(const char* entry_point, const GuardedTensors& call, const AbiOpCall& op) {
+  char error[kAbiErrorCapacity] = {0};
+  ++abi_calls_;
+  const int rc = op(stream(), error, sizeof error);
+  checks_.abi_called = true;
+  error[kAbiErrorCapacity - 1] = '\0';
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
+             std::string("synchronising after ") + entry_point);
+  call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &checks_.damage);
+  const Status status = status_of(rc, entry_point, error);
+  finish_damage_checks();
+  return status;
+}
+
 Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   checks_ = DeviceRunChecks{};
   if (options_.host_validation) {
@@ -316,85 +166,52 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   if (const std::string why = abi_inexpressible(c); !why.empty())
     throw std::invalid_argument("the case cannot be passed through the kernel ABI: " + why);
 
-  DeviceCall call(current_device());
-  const DLTensor* kv = call.input("kv", c.kv);
-  const DLTensor* slots = call.input("slot_mapping", c.slots);
-  const DLTensor* positions = call.input("position_ids", c.positions);
-  const DLTensor* cos_sin = call.input("cos_sin_cache", c.cos_sin);
-  const DLTensor* fp8_scale = call.input("fp8_scale", c.fp8_scale);
-  const std::int64_t cache_guard = std::clamp(c.cache.checked_page_stride_bytes().value_or(kMaxCacheGuardBytes),
-                                              kDeviceGuardBytes, kMaxCacheGuardBytes);
-  const std::size_t cache_buffer = call.add_buffer("kv_cache (backing)", out.cache, false, cache_guard);
-  const DLTensor* cache = call.view(cache_buffer, cache_meta(c.cache));
+  GuardedTensors call(TransferPath::kLegacyStream);
+  InsertCallTensors t;
+  t.kv = call.input("kv", c.kv);
+  t.slot_mapping = call.input("slot_mapping", c.slots);
+  t.position_ids = call.input("position_ids", c.positions);
+  t.cos_sin_cache = call.input("cos_sin_cache", c.cos_sin);
+  t.fp8_scale = call.input("fp8_scale", c.fp8_scale);
+  const GuardedTensors::BufferId cache_buffer =
+      call.upload("kv_cache (backing)", out.cache, BufferRole::kOutput, cache_guard_bytes(c.cache));
+  t.kv_cache = call.view(cache_buffer, cache_meta(c.cache));
 
-  char error[kErrorCapacity] = {0};
-  int rc = KVC_STATUS_OK;
-  const char* entry_point = nullptr;
-  std::size_t q_out_buffer = 0;
+  const KernelAbi& abi = library_.abi();
   if (c.op == InsertOp::kKvOnly) {
-    kvc_kv_only_insert_args a{};
-    a.struct_size = sizeof a;
-    a.kv = kv;
-    a.kv_cache = cache;
-    a.slot_mapping = slots;
-    a.position_ids = positions;
-    a.cos_sin_cache = cos_sin;
-    a.fp8_scale = fp8_scale;
-    a.kv_norm_weight = call.input("kv_norm_weight", c.kv_norm_weight);
-    a.kv_norm_eps = c.kv_norm_eps;
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    entry_point = "kvc_kv_only_insert";
-    ++abi_calls_;
-    rc = library_.abi().kvc_kv_only_insert(&a, stream(), error, sizeof error);
-  } else {
-    kvc_legacy_insert_args a{};
-    a.struct_size = sizeof a;
-    if (in_place_q(c)) {
-      // bf16_512: Q is rotated in place. The buffer starts as q's bytes (extended by the q output
-      // buffer's tail should q_out claim more), and q and q_out both describe it.
-      std::vector<std::uint8_t> bytes = c.q.bytes;
-      if (out.q_out.size() > bytes.size())
-        bytes.insert(bytes.end(), out.q_out.begin() + static_cast<std::ptrdiff_t>(bytes.size()), out.q_out.end());
-      q_out_buffer = call.add_owned_buffer("q (in place, also q_out)", std::move(bytes), false);
-      a.q = c.q.present ? call.view(q_out_buffer, c.q.meta) : nullptr;
-    } else {
-      a.q = call.input("q", c.q);
-      q_out_buffer = call.add_buffer("q_out", out.q_out, false);
-    }
-    a.q_out = call.view(q_out_buffer, c.q_out);
-    a.q_scale_inv = call.input("q_scale_inv", c.q_scale_inv);
-    a.kv = kv;
-    a.kv_cache = cache;
-    a.slot_mapping = slots;
-    a.position_ids = positions;
-    a.cos_sin_cache = cos_sin;
-    a.fp8_scale = fp8_scale;
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    a.eps = c.eps;
-    a.apply_q_norm = c.apply_q_norm ? 1 : 0;
-    a.apply_q_rope = c.apply_q_rope ? 1 : 0;
-    a.q_interleaved = c.q_interleaved ? 1 : 0;
-    a.force_grid = options_.force_grid;
-    entry_point = "kvc_legacy_insert";
-    ++abi_calls_;
-    rc = library_.abi().kvc_legacy_insert(&a, stream(), error, sizeof error);
+    t.kv_norm_weight = call.input("kv_norm_weight", c.kv_norm_weight);
+    const kvc_kv_only_insert_args a = kv_only_insert_args(c, t);
+    const Status status = call_library("kvc_kv_only_insert", call, [&](void* stream, char* error, std::size_t n) {
+      return abi.kvc_kv_only_insert(&a, stream, error, n);
+    });
+    if (!status.ok()) return status;  // outputs untouched, as for every rejected case
+    out.cache = call.buffer(cache_buffer).read_all();
+    return status;
   }
-  checks_.abi_called = true;
-  error[kErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
-             std::string("synchronising after ") + entry_point);
 
-  call.download_and_check(rc != KVC_STATUS_OK, &checks_.damage);
-  const Status status = status_of(rc, entry_point, error);
-  finish_damage_checks();
-  if (!status.ok()) return status;  // outputs untouched, as for every rejected case
-  out.cache = call.take_payload(cache_buffer);
-  if (c.op == InsertOp::kLegacy) {
-    const std::vector<std::uint8_t> q_out = call.take_payload(q_out_buffer);
-    std::copy_n(q_out.begin(), std::min(q_out.size(), out.q_out.size()), out.q_out.begin());
+  GuardedTensors::BufferId q_out_buffer = 0;
+  if (in_place_q(c)) {
+    // bf16_512: Q is rotated in place. The buffer starts as q's bytes (extended by the q output
+    // buffer's tail should q_out claim more), and q and q_out both describe it.
+    std::vector<std::uint8_t> bytes = c.q.bytes;
+    if (out.q_out.size() > bytes.size())
+      bytes.insert(bytes.end(), out.q_out.begin() + static_cast<std::ptrdiff_t>(bytes.size()), out.q_out.end());
+    q_out_buffer = call.upload_owned("q (in place, also q_out)", std::move(bytes), BufferRole::kOutput);
+    t.q = c.q.present ? call.view(q_out_buffer, c.q.meta) : nullptr;
+  } else {
+    t.q = call.input("q", c.q);
+    q_out_buffer = call.upload("q_out", out.q_out, BufferRole::kOutput);
   }
+  t.q_out = call.view(q_out_buffer, c.q_out);
+  t.q_scale_inv = call.input("q_scale_inv", c.q_scale_inv);
+  const kvc_legacy_insert_args a = legacy_insert_args(c, t, options_.force_grid);
+  const Status status = call_library("kvc_legacy_insert", call, [&](void* stream, char* error, std::size_t n) {
+    return abi.kvc_legacy_insert(&a, stream, error, n);
+  });
+  if (!status.ok()) return status;  // outputs untouched, as for every rejected case
+  out.cache = call.buffer(cache_buffer).read_all();
+  const std::vector<std::uint8_t> q_out = call.buffer(q_out_buffer).read_all();
+  std::copy_n(q_out.begin(), std::min(q_out.size(), out.q_out.size()), out.q_out.begin());
   return status;
 }
 
@@ -409,40 +226,30 @@ Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, fl
       throw std::invalid_argument("the call cannot be passed through the kernel ABI: " + why);
 
   const std::int64_t rows = kv.meta.rank() >= 1 ? kv.meta.size(0) : 0;
-  TensorMeta out_meta;
-  out_meta.dtype = DType::kBF16;
-  out_meta.sizes = {rows, kHeadDim};
-  out_meta.strides = contiguous_strides(out_meta.sizes);
-  DeviceCall call(current_device());
-  kvc_kv_norm_args a{};
-  a.struct_size = sizeof a;
-  std::size_t out_buffer = 0;
+  TensorMeta out_meta = contiguous_meta(DType::kBF16, {rows, kHeadDim});
+  GuardedTensors call(TransferPath::kLegacyStream);
+  const DLTensor* kv_tensor = nullptr;
+  GuardedTensors::BufferId out_buffer = 0;
   if (in_place) {
-    out_buffer = call.add_buffer("kv (in place, also out)", kv.bytes, false);
-    a.kv = call.view(out_buffer, kv.meta);
+    out_buffer = call.upload("kv (in place, also out)", kv.bytes, BufferRole::kOutput);
+    kv_tensor = call.view(out_buffer, kv.meta);
     out_meta.offset_bytes = kv.meta.offset_bytes;
   } else {
-    a.kv = call.input("kv", kv);
-    out_buffer = call.add_owned_buffer(
-        "out", std::vector<std::uint8_t>(static_cast<std::size_t>(out_meta.span_bytes()), kCanary), false);
+    kv_tensor = call.input("kv", kv);
+    out_buffer = call.add("out", out_meta.span_bytes(), BufferRole::kOutput);
+    call.buffer(out_buffer).fill(kCanary);
   }
-  a.out = call.view(out_buffer, out_meta);
-  a.weight = call.input("weight", weight);
-  a.eps = eps;
-
-  char error[kErrorCapacity] = {0};
-  ++abi_calls_;
-  const int rc = library_.abi().kvc_kv_norm(&a, stream(), error, sizeof error);
-  checks_.abi_called = true;
-  error[kErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())), "synchronising after kvc_kv_norm");
-  call.download_and_check(rc != KVC_STATUS_OK, &checks_.damage);
-  const Status status = status_of(rc, "kvc_kv_norm", error);
-  finish_damage_checks();
+  const DLTensor* out_tensor = call.view(out_buffer, out_meta);
+  const kvc_kv_norm_args a = kv_norm_args(kv_tensor, call.input("weight", weight), out_tensor, eps);
+  const KernelAbi& abi = library_.abi();
+  const Status status = call_library("kvc_kv_norm", call, [&](void* stream, char* error, std::size_t n) {
+    return abi.kvc_kv_norm(&a, stream, error, n);
+  });
   if (!status.ok()) return status;
-  const std::vector<std::uint8_t> bytes = call.take_payload(out_buffer);
   out->assign(static_cast<std::size_t>(rows * kHeadDim), 0);
-  std::memcpy(out->data(), bytes.data() + out_meta.offset_bytes, out->size() * sizeof(std::uint16_t));
+  call.buffer(out_buffer)
+      .read(out_meta.offset_bytes, static_cast<std::int64_t>(out->size() * sizeof(std::uint16_t)),
+            reinterpret_cast<std::uint8_t*>(out->data()));
   return status;
 }
 
@@ -486,29 +293,19 @@ Status DeviceBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& b
     if (std::string why = meta_inexpressible(name, *m); !why.empty())
       throw std::invalid_argument("the store case cannot be passed through the kernel ABI: " + why);
 
-  DeviceCall call(current_device());
-  kvc_store_rotated_args a{};
-  a.struct_size = sizeof a;
-  a.rows = call.input("rows", c.rows);
-  a.indices = call.input("indices", c.indices);
-  const std::int64_t cache_guard = std::clamp(store_cache_geometry(c).checked_page_stride_bytes().value_or(0),
-                                              kDeviceGuardBytes, kMaxCacheGuardBytes);
-  const std::size_t cache_buffer = call.add_buffer("kv_cache (backing)", backing, false, cache_guard);
-  a.kv_cache = call.view(cache_buffer, c.cache);
-  a.block_size = c.block_size;
-  a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-
-  char error[kErrorCapacity] = {0};
-  ++abi_calls_;
-  const int rc = library_.abi().kvc_store_rotated(&a, stream(), error, sizeof error);
-  checks_.abi_called = true;
-  error[kErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())), "synchronising after kvc_store_rotated");
-  call.download_and_check(rc != KVC_STATUS_OK, &checks_.damage);
-  const Status status = status_of(rc, "kvc_store_rotated", error);
-  finish_damage_checks();
+  GuardedTensors call(TransferPath::kLegacyStream);
+  const DLTensor* rows = call.input("rows", c.rows);
+  const DLTensor* indices = call.input("indices", c.indices);
+  // A store case without a usable page stride still gets the smallest guard.
+  const GuardedTensors::BufferId cache_buffer =
+      call.upload("kv_cache (backing)", backing, BufferRole::kOutput, cache_guard_bytes(store_cache_geometry(c), 0));
+  const kvc_store_rotated_args a = store_rotated_args(c, rows, indices, call.view(cache_buffer, c.cache));
+  const KernelAbi& abi = library_.abi();
+  const Status status = call_library("kvc_store_rotated", call, [&](void* stream, char* error, std::size_t n) {
+    return abi.kvc_store_rotated(&a, stream, error, n);
+  });
   if (!status.ok()) return status;
-  backing = call.take_payload(cache_buffer);
+  backing = call.buffer(cache_buffer).read_all();
   return status;
 }
 

@@ -3,11 +3,13 @@
 // run(): validates the case on the host (strict, values included: a kernel wrapper sees metadata
 // only, so the harness checks slot and position ranges, duplicate slots, scale values and buffer
 // coverage, exactly as the oracle does), uploads every tensor into its own device allocation
-// between two guard zones, the cache backing included (prefilled from out.cache: the canary),
-// builds DLPack tensors (kDLCUDA, strides in elements, offset_bytes kept as byte_offset so a
-// misaligned base reaches the kernel as such), calls the ABI on a stream, synchronises, downloads
-// the backing and q_out, and checks every guard zone and that every input is unchanged (after a
-// rejected call: that every buffer is). The ABI's status comes back as the case's Status.
+// between two guard zones (guarded_tensors.h; plain cudaMemcpy on the legacy default stream), the
+// cache backing included (prefilled from out.cache: the canary), builds DLPack tensors and the
+// op's argument struct (abi_args.h: kDLCUDA, strides in elements, offset_bytes kept as
+// byte_offset so a misaligned base reaches the kernel as such), calls the ABI on a stream,
+// synchronises, checks every guard zone and that every input is unchanged (after a rejected
+// call: that every buffer is), and downloads the backing and q_out. The ABI's status comes back
+// as the case's Status.
 //
 // Damage (a guard byte or an input byte changed, or any byte after a rejection) is memory
 // corruption, never a status: by default run() throws BufferDamageError naming the buffer,
@@ -15,7 +17,9 @@
 // throw_on_damage off it is only recorded in last_checks().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -25,6 +29,7 @@
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/kernel_abi.h"
 #include "testkit/backends/backend.h"
+#include "testkit/device/abi_args.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
 
@@ -72,14 +77,7 @@ struct RsqrtModes {
   RsqrtMode kv_norm = RsqrtMode::kCorrectlyRounded;
 };
 
-// Why DLPack cannot express this case's call (metadata a DLTensor cannot hold: strides of
-// another length than sizes, a negative byte offset; an op the ABI has no entry point for), or
-// "" when it can. Such cases are rejected by the host validation only.
-std::string abi_inexpressible(const InsertCase& c);
-
-// The cache view as the tensor a DLTensor describes: [num_blocks, block_size, width] with its
-// strides, cut to its rank. (DLPack types: kvc/abi/dl_dtype.h.)
-TensorMeta cache_meta(const CacheGeometry& g);
+class GuardedTensors;
 
 class DeviceBackend final : public Backend {
  public:
@@ -125,6 +123,11 @@ class DeviceBackend final : public Backend {
  private:
   kvc_op_support query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const;
   void* stream();
+  // One ABI op call on the backend's stream: op(stream, error, capacity) returns its status.
+  using AbiOpCall = std::function<int(void* stream, char* error, std::size_t error_capacity)>;
+  // Calls the op, synchronises, checks `call`'s buffers into checks_ and maps the status
+  // (status_of, then finish_damage_checks: a KernelCallError wins over damage).
+  Status call_library(const char* entry_point, const GuardedTensors& call, const AbiOpCall& op);
   // Maps the ABI's return value to a Status (validation codes) or throws KernelCallError.
   Status status_of(int rc, const char* entry_point, const char* message);
   void finish_damage_checks();

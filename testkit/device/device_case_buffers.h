@@ -6,10 +6,11 @@
 // need the steps apart: upload once; enqueue the op through any kernel ABI table on any stream
 // (inside a capture, where nothing else may touch the device); rewrite the inputs where the
 // captured kernels read them; read the outputs back. Every tensor lives in its own allocation
-// between two guard zones holding device_buffers.h's pattern. Every transfer goes through a
-// pinned staging buffer on a non-blocking stream owned by the object, so no transfer is ordered
-// behind or ahead of work on the legacy default stream (the stream tests hold that stream on
-// purpose). Transfers do not wait for the caller's streams: synchronise them before reading.
+// between two guard zones holding device_buffers.h's pattern (guarded_tensors.h). Every transfer
+// goes through a pinned staging buffer on a non-blocking stream owned by the object
+// (TransferPath::kStaged), so no transfer is ordered behind or ahead of work on the legacy
+// default stream (the stream tests hold that stream on purpose). Transfers do not wait for the
+// caller's streams: synchronise them before reading.
 //
 // Tensors too large for the host: a present tensor whose bytes are empty is allocated at its
 // metadata's extent and zero-filled on the device, and an empty initial backing is allocated at
@@ -18,7 +19,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +26,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/kernel_abi.h"
 #include "testkit/device/device_buffers.h"
+#include "testkit/device/guarded_tensors.h"
 #include "testkit/device/kernel_library.h"
 
 namespace kvc::testkit {
@@ -44,26 +45,6 @@ enum class CaseTensor : std::uint8_t {
   kCache,  // the backing: payload offset 0 is backing byte 0
   kQOut,
 };
-
-// [begin, end) in bytes of one payload.
-struct ByteRange {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-};
-
-// Bytes of a payload that differ from a fill value: how many, and the first few.
-struct ScanResult {
-  struct Difference {
-    std::int64_t offset = 0;
-    std::uint8_t actual = 0;
-  };
-  std::int64_t scanned_bytes = 0;
-  std::int64_t differing_bytes = 0;
-  std::vector<Difference> first;  // ascending offsets, at most the number asked for
-};
-
-class ResidentBuffer;
-class StagedTransfers;
 
 class DeviceCaseBuffers {
  public:
@@ -107,19 +88,13 @@ class DeviceCaseBuffers {
   std::int64_t payload_bytes(CaseTensor t) const;
 
  private:
-  const ResidentBuffer& buffer(CaseTensor t) const;
-  ResidentBuffer& buffer(CaseTensor t);
+  const GuardedDeviceBuffer& buffer(CaseTensor t) const;
+  GuardedDeviceBuffer& buffer(CaseTensor t);
   const DLTensor* view(CaseTensor t, const TensorMeta& meta);
 
-  InsertCase case_;  // metadata only: the bytes are dropped after the upload
-  std::unique_ptr<StagedTransfers> io_;
-  std::vector<std::unique_ptr<ResidentBuffer>> buffers_;
-  std::vector<int> index_;  // CaseTensor -> buffers_ index, -1 when absent
-  struct View {
-    DLTensor tensor{};
-    std::vector<std::int64_t> shape, strides;
-  };
-  std::deque<View> views_;
+  InsertCase case_;                          // metadata only: the bytes are dropped after the upload
+  std::unique_ptr<GuardedTensors> tensors_;  // staged transfers, sized once the case is known
+  std::vector<int> index_;                   // CaseTensor -> buffer id, -1 when absent
   kvc_kv_only_insert_args kv_only_args_{};
   kvc_legacy_insert_args legacy_args_{};
 };
@@ -141,10 +116,8 @@ class DeviceKvNormBuffers {
   std::vector<BufferDamage> damage() const;
 
  private:
-  std::unique_ptr<StagedTransfers> io_;
-  std::vector<std::unique_ptr<ResidentBuffer>> buffers_;  // kv (also out, in place), weight[, out]
-  std::deque<DLTensor> tensors_;
-  std::vector<std::int64_t> kv_shape_, kv_strides_, w_shape_, w_strides_, out_shape_, out_strides_;
+  std::unique_ptr<GuardedTensors> tensors_;
+  GuardedTensors::BufferId kv_buffer_ = 0, weight_buffer_ = 0, out_buffer_ = 0;  // out is kv's when in place
   std::int64_t rows_ = 0;
   std::int64_t out_offset_bytes_ = 0;
   bool in_place_ = false;

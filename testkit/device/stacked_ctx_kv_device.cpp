@@ -4,16 +4,16 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
-#include <deque>
+#include <utility>
 
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
+#include "testkit/device/abi_args.h"
 #include "testkit/device/device_backend.h"
+#include "testkit/device/guarded_tensors.h"
 
 namespace kvc::testkit {
 namespace {
-
-constexpr std::size_t kErrorCapacity = 1024;
 
 template <typename T>
 std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
@@ -22,78 +22,39 @@ std::vector<std::uint8_t> bytes_of(const std::vector<T>& v) {
   return b;
 }
 
-// The guarded device buffers of one call and the DLTensors over them.
+// The guarded tensors of one call, with this runner's rule for metadata a DLTensor cannot hold:
+// with the host validation off such a case reaches here, and is a KernelCallError.
 class Call {
  public:
-  explicit Call(int device) : device_(device) {}
+  Call() : tensors_(TransferPath::kLegacyStream) {}
 
   // `bytes` must outlive the call (they are what the buffer is checked against afterwards).
-  std::size_t add(std::string name, const std::vector<std::uint8_t>& bytes, bool is_input) {
-    buffers_.push_back(Buffer{GuardedDeviceBuffer(std::move(name), bytes), &bytes, is_input});
-    return buffers_.size() - 1;
+  GuardedTensors::BufferId add(std::string name, const std::vector<std::uint8_t>& bytes, BufferRole role) {
+    return tensors_.upload(std::move(name), bytes, role);
   }
-  const DLTensor* view(std::size_t buffer, const TensorMeta& meta) {
-    if (meta.sizes.size() != meta.strides.size() || meta.offset_bytes < 0 || dtype_size(meta.dtype) == 0)
+  const DLTensor* view(GuardedTensors::BufferId buffer, const TensorMeta& meta) {
+    if (!meta_inexpressible("", meta).empty())
       throw KernelCallError(
           "a DLTensor cannot express this metadata (sizes and strides of different lengths, a "
           "negative offset or an unknown dtype): such a case is rejected by the host validation");
-    View& v = views_.emplace_back();
-    v.shape = meta.sizes;
-    v.strides = meta.strides;
-    v.tensor.data = buffers_[buffer].device.payload();
-    v.tensor.device = DLDevice{kDLCUDA, device_ + meta.device};
-    v.tensor.ndim = static_cast<std::int32_t>(meta.sizes.size());
-    v.tensor.dtype = dl_dtype(meta.dtype);
-    v.tensor.shape = v.shape.data();
-    v.tensor.strides = v.strides.data();
-    v.tensor.byte_offset = static_cast<std::uint64_t>(meta.offset_bytes);
-    return &v.tensor;
+    return tensors_.view(buffer, meta);
   }
-  const DLTensor* input(const std::string& name, const HostTensor& t) {
+  const DLTensor* input(std::string name, const HostTensor& t) {
     if (!t.present) return nullptr;
-    return view(add(name, t.bytes, true), t.meta);
+    return view(add(std::move(name), t.bytes, BufferRole::kInput), t.meta);
   }
-  std::vector<std::uint8_t> payload(std::size_t buffer) { return std::move(contents_[buffer].payload); }
-
-  void download_and_check(bool rejected, std::vector<BufferDamage>* damage) {
-    contents_.clear();
-    for (const Buffer& b : buffers_) {
-      contents_.push_back(b.device.download());
-      b.device.check_guards(contents_.back(), damage);
-      if (b.is_input)
-        b.device.check_payload(contents_.back(), *b.uploaded, "input changed", damage);
-      else if (rejected)
-        b.device.check_payload(contents_.back(), *b.uploaded, "written by a rejected call", damage);
-    }
+  std::vector<std::uint8_t> payload(GuardedTensors::BufferId buffer) const {
+    return tensors_.buffer(buffer).read_all();
   }
+  void check(CallOutcome outcome, std::vector<BufferDamage>* damage) const { tensors_.check(outcome, damage); }
 
  private:
-  struct Buffer {
-    GuardedDeviceBuffer device;
-    const std::vector<std::uint8_t>* uploaded;
-    bool is_input;
-  };
-  struct View {
-    DLTensor tensor{};
-    std::vector<std::int64_t> shape, strides;
-  };
-  int device_;
-  std::deque<Buffer> buffers_;
-  std::deque<View> views_;
-  std::vector<GuardedDeviceBuffer::Contents> contents_;
+  GuardedTensors tensors_;
 };
 
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.meta.dtype == b.meta.dtype && a.meta.sizes == b.meta.sizes && a.meta.strides == b.meta.strides &&
          a.meta.offset_bytes == b.meta.offset_bytes && a.bytes == b.bytes;
-}
-
-TensorMeta contiguous_meta(DType d, std::vector<std::int64_t> sizes) {
-  TensorMeta m;
-  m.dtype = d;
-  m.strides = contiguous_strides(sizes);
-  m.sizes = std::move(sizes);
-  return m;
 }
 
 // Whether the run hands over stacked parameters: never for a case that is not even valid at the
@@ -153,15 +114,13 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   }
   // The harness rule applies at every level: the pools handed over must hold the views.
   if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
-  Call call(device);
+  Call call;
 
   const DLTensor* x = call.input("x", c.x);
   const DLTensor* positions = call.input("positions", c.positions);
   const DLTensor* cache_loc = call.input("cache_loc", c.cache_loc);
   std::vector<kvc_stacked_ctx_kv_layer> layers(c.layers.size());
-  std::vector<std::size_t> k_pool_buffers, v_pool_buffers;
+  std::vector<GuardedTensors::BufferId> k_pool_buffers, v_pool_buffers;
   for (std::size_t i = 0; i < c.layers.size(); ++i) {
     const StackedCtxKvLayer& l = c.layers[i];
     const std::string p = "layer " + std::to_string(i) + " ";
@@ -174,8 +133,8 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
     for (std::size_t j = 0; j < i && a.cos_sin_cache == nullptr; ++j)
       if (same_bytes(c.layers[j].cos_sin, l.cos_sin)) a.cos_sin_cache = layers[j].cos_sin_cache;
     if (a.cos_sin_cache == nullptr) a.cos_sin_cache = call.input(p + "cos_sin", l.cos_sin);
-    k_pool_buffers.push_back(call.add(p + "K pool", out.k_pools[i], false));
-    v_pool_buffers.push_back(call.add(p + "V pool", out.v_pools[i], false));
+    k_pool_buffers.push_back(call.add(p + "K pool", out.k_pools[i], BufferRole::kOutput));
+    v_pool_buffers.push_back(call.add(p + "V pool", out.v_pools[i], BufferRole::kOutput));
     a.k_pool = call.view(k_pool_buffers.back(), l.k_pool);
     a.v_pool = call.view(v_pool_buffers.back(), l.v_pool);
     a.q_size = l.q_size;
@@ -208,32 +167,33 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
       rows -= 1;
       stacked_weight.resize(static_cast<std::size_t>(rows * p.hidden * 2));
     }
-    args.stacked_weight =
-        call.view(call.add("stacked_weight", stacked_weight, true), contiguous_meta(p.dtype, {rows, p.hidden}));
+    args.stacked_weight = call.view(call.add("stacked_weight", stacked_weight, BufferRole::kInput),
+                                    contiguous_meta(p.dtype, {rows, p.hidden}));
     if (p.has_bias() && o.params_defect != StackedParamsDefect::kBiasMissing) {
       stacked_bias = bytes_of(p.bias);
-      args.stacked_bias = call.view(call.add("stacked_bias", stacked_bias, true), contiguous_meta(p.dtype, {p.rows()}));
+      args.stacked_bias =
+          call.view(call.add("stacked_bias", stacked_bias, BufferRole::kInput), contiguous_meta(p.dtype, {p.rows()}));
     }
   }
   std::vector<std::uint8_t> projection;
-  std::size_t projection_buffer = 0;
+  GuardedTensors::BufferId projection_buffer = 0;
   if (o.read_projection) {
     projection.assign(static_cast<std::size_t>(c.num_tokens() * c.projection_width() * 2), 0xA5);
-    projection_buffer = call.add("projection", projection, false);
+    projection_buffer = call.add("projection", projection, BufferRole::kOutput);
     args.projection =
         call.view(projection_buffer, contiguous_meta(c.storage_dtype(), {c.num_tokens(), c.projection_width()}));
   }
   std::int32_t path_taken = -1;
   args.path_taken = &path_taken;
 
-  char error[kErrorCapacity] = {0};
+  char error[kAbiErrorCapacity] = {0};
   r.abi_called = true;
   const int rc = library_.abi().kvc_stacked_ctx_kv(&args, stream(), error, sizeof error);
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
              "cudaStreamSynchronize after kvc_stacked_ctx_kv");
   r.checks.abi_status = rc;
   r.checks.abi_message = error;
-  call.download_and_check(rc != KVC_STATUS_OK, &r.checks.damage);
+  call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &r.checks.damage);
   if (!r.checks.clean())
     throw BufferDamageError(library_.describe() + ": kvc_stacked_ctx_kv damaged device memory:\n" +
                             r.checks.to_string());

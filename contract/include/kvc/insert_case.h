@@ -85,6 +85,15 @@ inline std::vector<std::int64_t> contiguous_strides(const std::vector<std::int64
   return strides;
 }
 
+// Row-major metadata of the given shape (no bytes: for tensors made elsewhere, on the device).
+inline TensorMeta contiguous_meta(DType dtype, std::vector<std::int64_t> sizes) {
+  TensorMeta m;
+  m.dtype = dtype;
+  m.strides = contiguous_strides(sizes);
+  m.sizes = std::move(sizes);
+  return m;
+}
+
 // A tensor argument with its bytes. `present == false` models an absent optional (None).
 struct HostTensor {
   TensorMeta meta;

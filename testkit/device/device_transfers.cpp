@@ -1,0 +1,101 @@
+// device_transfers.cpp: host<->device copies on the legacy stream or staged (see device_transfers.h).
+#include "testkit/device/device_transfers.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "testkit/device/device_buffers.h"
+
+namespace kvc::testkit {
+namespace {
+
+// Host staging: large enough that a multi-GiB scan is a few dozen copies, small enough to pin
+// cheaply once per object. The legacy-stream path examines payloads in chunks of the same size.
+constexpr std::int64_t kMaxChunkBytes = std::int64_t{64} << 20;
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+}  // namespace
+
+DeviceTransfers::DeviceTransfers(TransferPath path, std::int64_t largest_transfer) : path_(path) {
+  if (path_ == TransferPath::kLegacyStream) {
+    chunk_bytes_ = kMaxChunkBytes;
+    return;
+  }
+  chunk_bytes_ = std::clamp<std::int64_t>(largest_transfer, kDeviceGuardBytes, kMaxChunkBytes);
+  cudaStream_t s = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating the transfer stream");
+  stream_ = s;
+  void* p = nullptr;
+  const cudaError_t e = cudaHostAlloc(&p, static_cast<std::size_t>(chunk_bytes_), cudaHostAllocDefault);
+  if (e != cudaSuccess) cudaStreamDestroy(s);  // the destructor does not run for a throwing constructor
+  check_cuda(e, "cudaHostAlloc of " + std::to_string(chunk_bytes_) + " staging bytes");
+  pinned_ = static_cast<std::uint8_t*>(p);
+}
+
+DeviceTransfers::~DeviceTransfers() {
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);  // nothing to do about a failure here
+  if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
+}
+
+void DeviceTransfers::upload(std::uint8_t* device, const std::uint8_t* host, std::int64_t n, const std::string& what) {
+  if (n <= 0) return;
+  if (path_ == TransferPath::kLegacyStream) {
+    check_cuda(cudaMemcpy(device, host, static_cast<std::size_t>(n), cudaMemcpyHostToDevice), "upload of " + what);
+    return;
+  }
+  for (std::int64_t done = 0; done < n; done += chunk_bytes_) {
+    const std::int64_t chunk = std::min(chunk_bytes_, n - done);
+    std::memcpy(pinned_, host + done, static_cast<std::size_t>(chunk));
+    check_cuda(cudaMemcpyAsync(device + done, pinned_, static_cast<std::size_t>(chunk), cudaMemcpyHostToDevice,
+                               as_stream(stream_)),
+               "upload of " + what);
+    check_cuda(cudaStreamSynchronize(as_stream(stream_)), "upload of " + what);
+  }
+}
+
+void DeviceTransfers::fill(std::uint8_t* device, std::uint8_t value, std::int64_t n, const std::string& what) {
+  if (n <= 0) return;
+  if (path_ == TransferPath::kLegacyStream) {
+    // cudaMemset of device memory may return before it is done; a copy of a host run may not.
+    const std::vector<std::uint8_t> run(static_cast<std::size_t>(n), value);
+    check_cuda(cudaMemcpy(device, run.data(), run.size(), cudaMemcpyHostToDevice), "fill of " + what);
+    return;
+  }
+  check_cuda(cudaMemsetAsync(device, value, static_cast<std::size_t>(n), as_stream(stream_)), "fill of " + what);
+  check_cuda(cudaStreamSynchronize(as_stream(stream_)), "fill of " + what);
+}
+
+void DeviceTransfers::download(const std::uint8_t* device, std::int64_t n, std::uint8_t* host,
+                               const std::string& what) const {
+  if (n <= 0) return;
+  if (path_ == TransferPath::kLegacyStream) {
+    check_cuda(cudaMemcpy(host, device, static_cast<std::size_t>(n), cudaMemcpyDeviceToHost), "download of " + what);
+    return;
+  }
+  for_each_chunk(device, n, what, [&](std::int64_t offset, const std::uint8_t* chunk, std::int64_t count) {
+    std::memcpy(host + offset, chunk, static_cast<std::size_t>(count));
+  });
+}
+
+void DeviceTransfers::copy_to_host(std::uint8_t* host, const std::uint8_t* device, std::int64_t n,
+                                   const std::string& what) const {
+  if (path_ == TransferPath::kLegacyStream) {
+    check_cuda(cudaMemcpy(host, device, static_cast<std::size_t>(n), cudaMemcpyDeviceToHost), "download of " + what);
+    return;
+  }
+  check_cuda(cudaMemcpyAsync(host, device, static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, as_stream(stream_)),
+             "download of " + what);
+  check_cuda(cudaStreamSynchronize(as_stream(stream_)), "download of " + what);
+}
+
+std::uint8_t* DeviceTransfers::chunk_buffer_for(std::int64_t n) const {
+  if (path_ == TransferPath::kStaged) return pinned_;
+  const auto wanted = static_cast<std::size_t>(std::clamp<std::int64_t>(n, 0, chunk_bytes_));
+  if (pageable_.size() < wanted) pageable_.resize(wanted);
+  return pageable_.data();
+}
+
+}  // namespace kvc::testkit
