@@ -25,16 +25,11 @@ enum class OpKind : std::uint8_t { kCopy, kKvOnly, kLegacy, kKvNormFused, kKvNor
 
 const char* op_name(OpKind op) {
   switch (op) {
-    case OpKind::kCopy:
-      return "copy";
-    case OpKind::kKvOnly:
-      return "kv_only";
-    case OpKind::kLegacy:
-      return "legacy";
-    case OpKind::kKvNormFused:
-      return "kv_norm_fused";
-    case OpKind::kKvNormUnfused:
-      return "kv_norm_unfused";
+    case OpKind::kCopy: return "copy";
+    case OpKind::kKvOnly: return "kv_only";
+    case OpKind::kLegacy: return "legacy";
+    case OpKind::kKvNormFused: return "kv_norm_fused";
+    case OpKind::kKvNormUnfused: return "kv_norm_unfused";
   }
   return "?";
 }
@@ -133,12 +128,9 @@ class GpuSession {
     DeviceWorkspace& ws = *workspace_;
     switch (c.op) {
       case OpKind::kCopy:
-      case OpKind::kKvOnly:
-        return insert_bytes_moved(ws.kv_only_case(c.format, false));
-      case OpKind::kLegacy:
-        return insert_bytes_moved(ws.legacy_case(c.format, c.heads));
-      case OpKind::kKvNormFused:
-        return insert_bytes_moved(ws.kv_only_case(c.format, true));
+      case OpKind::kKvOnly: return insert_bytes_moved(ws.kv_only_case(c.format, false));
+      case OpKind::kLegacy: return insert_bytes_moved(ws.legacy_case(c.format, c.heads));
+      case OpKind::kKvNormFused: return insert_bytes_moved(ws.kv_only_case(c.format, true));
       case OpKind::kKvNormUnfused:
         return kv_norm_bytes_moved(c.tokens) + insert_bytes_moved(ws.kv_only_case(c.format, false));
     }
@@ -147,13 +139,10 @@ class GpuSession {
 
   void require_support(const GpuCase& c, const testkit::KernelAbi& abi) {
     switch (c.op) {
-      case OpKind::kCopy:
-        return;
+      case OpKind::kCopy: return;
       case OpKind::kKvOnly:
-      case OpKind::kKvNormFused:
-        return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
-      case OpKind::kLegacy:
-        return require_support(abi, KVC_OP_LEGACY_INSERT, c.format);
+      case OpKind::kKvNormFused: return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
+      case OpKind::kLegacy: return require_support(abi, KVC_OP_LEGACY_INSERT, c.format);
       case OpKind::kKvNormUnfused:
         require_support(abi, KVC_OP_KV_NORM, c.format);
         return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
@@ -163,16 +152,11 @@ class GpuSession {
   Launch launch_of(const GpuCase& c, const testkit::KernelAbi& abi) {
     DeviceWorkspace& ws = *workspace_;
     switch (c.op) {
-      case OpKind::kKvOnly:
-        return kv_only_launch(abi, ws, c.format, false);
-      case OpKind::kLegacy:
-        return legacy_launch(abi, ws, c.format, c.heads);
-      case OpKind::kKvNormFused:
-        return kv_only_launch(abi, ws, c.format, true);
-      case OpKind::kKvNormUnfused:
-        return unfused_kv_norm_insert_launch(abi, ws, c.format);
-      case OpKind::kCopy:
-        break;
+      case OpKind::kKvOnly: return kv_only_launch(abi, ws, c.format, false);
+      case OpKind::kLegacy: return legacy_launch(abi, ws, c.format, c.heads);
+      case OpKind::kKvNormFused: return kv_only_launch(abi, ws, c.format, true);
+      case OpKind::kKvNormUnfused: return unfused_kv_norm_insert_launch(abi, ws, c.format);
+      case OpKind::kCopy: break;
     }
     throw std::logic_error("no launch for a copy case");
   }

@@ -8,12 +8,9 @@ namespace kvc::bench {
 
 std::string_view mode_name(TimingMode m) {
   switch (m) {
-    case TimingMode::kCold:
-      return "cold";
-    case TimingMode::kHot:
-      return "hot";
-    case TimingMode::kGraph:
-      return "graph";
+    case TimingMode::kCold: return "cold";
+    case TimingMode::kHot: return "hot";
+    case TimingMode::kGraph: return "graph";
   }
   return "?";
 }

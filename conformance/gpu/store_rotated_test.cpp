@@ -218,8 +218,8 @@ TEST(StoreRotatedAbi, EveryOpDeclaresItsProfile) {
     const StoreCase c = testkit::small_valid_store_case(f, testkit::StorePages::kSglangFlat);
     const testkit::Support s = device.supports_store(c);
     const kvc::Profile p = device.declared_store_profile(c);
-    std::printf("  store_rotated %s: %s (%s)\n", std::string(layout_of(f).name).c_str(),
-                kvc::profile_name(p).c_str(), s.supported ? "supported" : s.reason.c_str());
+    std::printf("  store_rotated %s: %s (%s)\n", std::string(layout_of(f).name).c_str(), kvc::profile_name(p).c_str(),
+                s.supported ? "supported" : s.reason.c_str());
     if (device.library().name().rfind("kvconform-kernels", 0) == 0) {
       EXPECT_TRUE(s.supported) << s.reason;
       EXPECT_EQ(p, kvc::vllm_profile());

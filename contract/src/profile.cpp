@@ -75,20 +75,13 @@ Profile sglang_store_profile() {
 
 int alternative_of(const Profile& p, Policy policy) {
   switch (policy) {
-    case Policy::kRope:
-      return static_cast<int>(p.rope);
-    case Policy::kClampOrder:
-      return static_cast<int>(p.clamp_order);
-    case Policy::kInfBlock:
-      return static_cast<int>(p.inf_block);
-    case Policy::kPadByte:
-      return static_cast<int>(p.pad_byte);
-    case Policy::kExponent:
-      return static_cast<int>(p.exponent);
-    case Policy::kFloorPlacement:
-      return static_cast<int>(p.amax_floor);
-    case Policy::kRsqrt:
-      return static_cast<int>(p.rsqrt);
+    case Policy::kRope: return static_cast<int>(p.rope);
+    case Policy::kClampOrder: return static_cast<int>(p.clamp_order);
+    case Policy::kInfBlock: return static_cast<int>(p.inf_block);
+    case Policy::kPadByte: return static_cast<int>(p.pad_byte);
+    case Policy::kExponent: return static_cast<int>(p.exponent);
+    case Policy::kFloorPlacement: return static_cast<int>(p.amax_floor);
+    case Policy::kRsqrt: return static_cast<int>(p.rsqrt);
   }
   return 0;
 }
@@ -96,27 +89,13 @@ int alternative_of(const Profile& p, Policy policy) {
 Profile with_alternative(Profile p, Policy policy, int alternative) {
   const auto a = static_cast<std::uint8_t>(alternative != 0);
   switch (policy) {
-    case Policy::kRope:
-      p.rope = static_cast<RopePolicy>(a);
-      break;
-    case Policy::kClampOrder:
-      p.clamp_order = static_cast<ClampOrder>(a);
-      break;
-    case Policy::kInfBlock:
-      p.inf_block = static_cast<InfBlockInverse>(a);
-      break;
-    case Policy::kPadByte:
-      p.pad_byte = static_cast<PadBytePolicy>(a);
-      break;
-    case Policy::kExponent:
-      p.exponent = static_cast<ExponentRule>(a);
-      break;
-    case Policy::kFloorPlacement:
-      p.amax_floor = static_cast<AmaxFloor>(a);
-      break;
-    case Policy::kRsqrt:
-      p.rsqrt = static_cast<RsqrtMode>(a);
-      break;
+    case Policy::kRope: p.rope = static_cast<RopePolicy>(a); break;
+    case Policy::kClampOrder: p.clamp_order = static_cast<ClampOrder>(a); break;
+    case Policy::kInfBlock: p.inf_block = static_cast<InfBlockInverse>(a); break;
+    case Policy::kPadByte: p.pad_byte = static_cast<PadBytePolicy>(a); break;
+    case Policy::kExponent: p.exponent = static_cast<ExponentRule>(a); break;
+    case Policy::kFloorPlacement: p.amax_floor = static_cast<AmaxFloor>(a); break;
+    case Policy::kRsqrt: p.rsqrt = static_cast<RsqrtMode>(a); break;
   }
   return p;
 }
@@ -130,16 +109,12 @@ std::string_view alternative_name(Policy policy, int alternative) {
 bool policy_applies(Policy policy, RecordFormat f) {
   switch (policy) {
     case Policy::kRope:
-    case Policy::kRsqrt:
-      return true;
-    case Policy::kClampOrder:
-      return f != RecordFormat::kBf16_512;
+    case Policy::kRsqrt: return true;
+    case Policy::kClampOrder: return f != RecordFormat::kBf16_512;
     case Policy::kInfBlock:
     case Policy::kExponent:
-    case Policy::kFloorPlacement:
-      return is_packed(f);
-    case Policy::kPadByte:
-      return f == RecordFormat::kPacked584;
+    case Policy::kFloorPlacement: return is_packed(f);
+    case Policy::kPadByte: return f == RecordFormat::kPacked584;
   }
   return false;
 }

@@ -35,22 +35,14 @@ StackedEligibility ineligible(StackedIneligibility reason, int layer, std::strin
 
 const char* ineligibility_name(StackedIneligibility r) {
   switch (r) {
-    case StackedIneligibility::kNone:
-      return "eligible";
-    case StackedIneligibility::kQuantizedLayer:
-      return "quantized layer";
-    case StackedIneligibility::kEpsDiffers:
-      return "eps differs";
-    case StackedIneligibility::kBiasOnSomeLayers:
-      return "bias on some layers only";
-    case StackedIneligibility::kHeadDimDiffers:
-      return "head_dim differs";
-    case StackedIneligibility::kKvHeadsDiffers:
-      return "kv heads differ";
-    case StackedIneligibility::kDtypeDiffers:
-      return "dtype differs";
-    case StackedIneligibility::kRotaryTableDiffers:
-      return "rotary table differs";
+    case StackedIneligibility::kNone: return "eligible";
+    case StackedIneligibility::kQuantizedLayer: return "quantized layer";
+    case StackedIneligibility::kEpsDiffers: return "eps differs";
+    case StackedIneligibility::kBiasOnSomeLayers: return "bias on some layers only";
+    case StackedIneligibility::kHeadDimDiffers: return "head_dim differs";
+    case StackedIneligibility::kKvHeadsDiffers: return "kv heads differ";
+    case StackedIneligibility::kDtypeDiffers: return "dtype differs";
+    case StackedIneligibility::kRotaryTableDiffers: return "rotary table differs";
   }
   return "unknown";
 }

@@ -256,15 +256,12 @@ Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedC
 
 Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& eligibility, StackedPath* path) {
   switch (request) {
-    case StackedPathRequest::kPerLayer:
-      *path = StackedPath::kPerLayer;
-      return Status::Ok();
+    case StackedPathRequest::kPerLayer: *path = StackedPath::kPerLayer; return Status::Ok();
     case StackedPathRequest::kStacked:
       if (!eligibility.eligible()) return Error(ErrorCode::kStackedPathIneligible, eligibility.to_string());
       *path = StackedPath::kStacked;
       return Status::Ok();
-    case StackedPathRequest::kAuto:
-      break;
+    case StackedPathRequest::kAuto: break;
   }
   *path = eligibility.eligible() ? StackedPath::kStacked : StackedPath::kPerLayer;
   return Status::Ok();

@@ -6,8 +6,7 @@ namespace kvc {
 std::string_view error_name(ErrorCode code) {
   switch (code) {
 #define KVC_X(name, number, message) \
-  case ErrorCode::name:              \
-    return #name;
+  case ErrorCode::name: return #name;
     KVC_ERROR_CODES(KVC_X)
 #undef KVC_X
   }
@@ -17,8 +16,7 @@ std::string_view error_name(ErrorCode code) {
 std::string_view error_message(ErrorCode code) {
   switch (code) {
 #define KVC_X(name, number, message) \
-  case ErrorCode::name:              \
-    return message;
+  case ErrorCode::name: return message;
     KVC_ERROR_CODES(KVC_X)
 #undef KVC_X
   }

@@ -156,8 +156,7 @@ int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDat
       what = "kv_norm";
       if (dtype) b = config.find(AbiEntry::kKvNorm, kvc::RecordFormat::kPacked584, *dtype);
       break;
-    default:
-      break;
+    default: break;
   }
   if (b != nullptr) {
     out->supported = 1;

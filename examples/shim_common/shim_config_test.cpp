@@ -127,9 +127,9 @@ TEST(ShimConfig, TvmFfiBindingsNameExportsAndListTheirArgumentsInOrder) {
                 .find("not a tvm-ffi export name"),
             std::string::npos);
   // And the other way round: a torch binding with a positional list is a config for the other shim.
-  EXPECT_THROW(parse_shim_config(nlohmann::json::parse(
-                   R"({"ops": {"kv_only_insert": {"op": "_C::a", "arguments": ["kv"]}}})")),
-               ConfigError);
+  EXPECT_THROW(
+      parse_shim_config(nlohmann::json::parse(R"({"ops": {"kv_only_insert": {"op": "_C::a", "arguments": ["kv"]}}})")),
+      ConfigError);
 }
 
 }  // namespace

@@ -26,12 +26,12 @@
 // One suite name per shim (-DKVC_SHIM_SUITE=TorchShim, TvmFfiShim), so that ctest names stay
 // unique and `ctest -R TorchShim` picks one shim. gtest stringizes suite names: the wrappers make
 // the preprocessor expand KVC_SHIM_SUITE first.
-#define KVC_SHIM_CAT_(a, b) a##b
-#define KVC_SHIM_CAT(a, b) KVC_SHIM_CAT_(a, b)
-#define KVC_SHIM_MATRIX KVC_SHIM_CAT(KVC_SHIM_SUITE, Matrix)
-#define KVC_SHIM_TEST_(suite, name) TEST(suite, name)
-#define KVC_SHIM_TEST(name) KVC_SHIM_TEST_(KVC_SHIM_SUITE, name)
-#define KVC_SHIM_TEST_P_(suite, name) TEST_P(suite, name)
+#define KVC_SHIM_CAT_(a, b)                       a##b
+#define KVC_SHIM_CAT(a, b)                        KVC_SHIM_CAT_(a, b)
+#define KVC_SHIM_MATRIX                           KVC_SHIM_CAT(KVC_SHIM_SUITE, Matrix)
+#define KVC_SHIM_TEST_(suite, name)               TEST(suite, name)
+#define KVC_SHIM_TEST(name)                       KVC_SHIM_TEST_(KVC_SHIM_SUITE, name)
+#define KVC_SHIM_TEST_P_(suite, name)             TEST_P(suite, name)
 #define KVC_SHIM_INSTANTIATE_(prefix, suite, ...) INSTANTIATE_TEST_SUITE_P(prefix, suite, __VA_ARGS__)
 
 namespace kvc {
@@ -110,10 +110,10 @@ KVC_SHIM_TEST_P_(KVC_SHIM_MATRIX, EqualsTheOracleAndTheDirectPath) {
 }
 
 KVC_SHIM_INSTANTIATE_(Registry, KVC_SHIM_MATRIX, ::testing::ValuesIn(shim_matrix()),
-                         [](const ::testing::TestParamInfo<MatrixCell>& p) {
-                           return std::string(p.param.op == InsertOp::kLegacy ? "Legacy_" : "KvOnly_") +
-                                  p.param.spec.name();
-                         });
+                      [](const ::testing::TestParamInfo<MatrixCell>& p) {
+                        return std::string(p.param.op == InsertOp::kLegacy ? "Legacy_" : "KvOnly_") +
+                               p.param.spec.name();
+                      });
 
 KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
   KVC_REQUIRE_CUDA_DEVICE();

@@ -47,22 +47,15 @@ class Dl {
  private:
   static DLDataType dtype(c10::ScalarType s) {
     switch (s) {
-      case at::kBFloat16:
-        return {kDLBfloat, 16, 1};
-      case at::kHalf:
-        return {kDLFloat, 16, 1};
-      case at::kFloat:
-        return {kDLFloat, 32, 1};
-      case at::kLong:
-        return {kDLInt, 64, 1};
-      case at::kInt:
-        return {kDLInt, 32, 1};
+      case at::kBFloat16: return {kDLBfloat, 16, 1};
+      case at::kHalf: return {kDLFloat, 16, 1};
+      case at::kFloat: return {kDLFloat, 32, 1};
+      case at::kLong: return {kDLInt, 64, 1};
+      case at::kInt: return {kDLInt, 32, 1};
 #if TORCH_VERSION_MAJOR >= 2 && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 1)
-      case at::kFloat8_e4m3fn:
-        return {KVC_DL_FLOAT8_E4M3FN, 8, 1};
+      case at::kFloat8_e4m3fn: return {KVC_DL_FLOAT8_E4M3FN, 8, 1};
 #endif
-      default:
-        return {kDLUInt, 8, 1};
+      default: return {kDLUInt, 8, 1};
     }
   }
 

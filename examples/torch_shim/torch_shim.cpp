@@ -73,24 +73,18 @@ class Shim : public kvc::shim::ConfiguredShim {
 c10::ScalarType scalar_type(DLDataType t) {
   const auto d = kvc::abi::dtype_of(t);
   switch (d.value_or(DType::kU8)) {
-    case DType::kBF16:
-      return at::kBFloat16;
-    case DType::kF16:
-      return at::kHalf;
-    case DType::kF32:
-      return at::kFloat;
-    case DType::kI64:
-      return at::kLong;
-    case DType::kI32:
-      return at::kInt;
+    case DType::kBF16: return at::kBFloat16;
+    case DType::kF16: return at::kHalf;
+    case DType::kF32: return at::kFloat;
+    case DType::kI64: return at::kLong;
+    case DType::kI32: return at::kInt;
     case DType::kE4M3:
 #if TORCH_VERSION_MAJOR >= 2 && (TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 1)
       return at::kFloat8_e4m3fn;
 #else
       return at::kByte;  // no float8 dtype before torch 2.1: the bytes as uint8
 #endif
-    default:
-      return at::kByte;
+    default: return at::kByte;
   }
 }
 

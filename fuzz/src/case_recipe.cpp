@@ -47,9 +47,7 @@ void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& i
   std::uint16_t* x = kv.data() + row * kHeadDim + block * width;
   const int dim = static_cast<int>(inj.dim % static_cast<std::uint32_t>(width));
   switch (inj.cls) {
-    case EdgeClass::kNaN:
-      x[dim] = p.nan;
-      break;
+    case EdgeClass::kNaN: x[dim] = p.nan; break;
     case EdgeClass::kPosInf:
     case EdgeClass::kNegInf:
       x[dim] = inj.cls == EdgeClass::kPosInf ? p.pos_inf : p.neg_inf;
@@ -58,12 +56,8 @@ void inject(std::vector<std::uint16_t>& kv, std::int64_t row, const Injection& i
       if (width > 1 && rng.uniform(0, 1) == 0)
         x[(dim + 1 + static_cast<int>(rng.uniform(0, width - 2))) % width] = rng.uniform(0, 1) ? p.neg_zero : 0;
       break;
-    case EdgeClass::kPosZero:
-      x[dim] = 0;
-      break;
-    case EdgeClass::kNegZero:
-      x[dim] = p.neg_zero;
-      break;
+    case EdgeClass::kPosZero: x[dim] = 0; break;
+    case EdgeClass::kNegZero: x[dim] = p.neg_zero; break;
     case EdgeClass::kSubnormal:
       x[dim] = static_cast<std::uint16_t>(1 + rng.uniform(0, p.mantissa_mask - 1) + (rng.uniform(0, 1) ? 0x8000 : 0));
       break;

@@ -70,22 +70,14 @@ std::int64_t hostile_value(std::int64_t original) {
   constexpr std::int64_t k31 = std::int64_t{1} << 31, k32 = std::int64_t{1} << 32, k40 = std::int64_t{1} << 40,
                          k62 = std::int64_t{1} << 62;
   switch (uniform(0, 8)) {
-    case 0:
-      return pick({0, 1, 2, -1, -2, -16, 16, kHeadDim});
-    case 1:
-      return pick({kMax, kMin, kMax - 1, kMin + 1, kMax / 2, -(kMax / 2), kMax / kHeadDim + 1});
-    case 2:
-      return pick({k31, k32, k40, k62, -k62, -k31});
-    case 3:
-      return checked_add(original, std::int64_t{1}).value_or(original);
-    case 4:
-      return checked_add(original, std::int64_t{-1}).value_or(original);
-    case 5:
-      return checked_mul(original, std::int64_t{2}).value_or(original);
-    case 6:
-      return original == kMin ? original : -original;
-    default:
-      return any_value<std::int64_t>();
+    case 0: return pick({0, 1, 2, -1, -2, -16, 16, kHeadDim});
+    case 1: return pick({kMax, kMin, kMax - 1, kMin + 1, kMax / 2, -(kMax / 2), kMax / kHeadDim + 1});
+    case 2: return pick({k31, k32, k40, k62, -k62, -k31});
+    case 3: return checked_add(original, std::int64_t{1}).value_or(original);
+    case 4: return checked_add(original, std::int64_t{-1}).value_or(original);
+    case 5: return checked_mul(original, std::int64_t{2}).value_or(original);
+    case 6: return original == kMin ? original : -original;
+    default: return any_value<std::int64_t>();
   }
 }
 
@@ -146,39 +138,17 @@ void edit_cache(InsertCase& c, std::vector<std::string>& classes) {
                                       "offset",     "rank",       "dtype"};
   const int field = uniform(0, 11);
   switch (field) {
-    case 0:
-      g.num_blocks = hostile_value(g.num_blocks);
-      break;
-    case 1:
-      g.block_size = hostile_value(g.block_size);
-      break;
-    case 2:
-      c.block_size = hostile_value(c.block_size);
-      break;
-    case 3:
-      g.block_size = c.block_size = hostile_value(c.block_size);
-      break;
-    case 4:
-      g.width = hostile_value(g.width);
-      break;
-    case 5:
-      g.stride0 = hostile_value(g.stride0);
-      break;
-    case 6:
-      g.stride1 = hostile_value(g.stride1);
-      break;
-    case 7:
-      g.stride2 = hostile_value(g.stride2);
-      break;
-    case 8:
-      g.offset_bytes = hostile_value(g.offset_bytes);
-      break;
-    case 9:
-      g.rank = uniform(0, kMaxRank + 1);
-      break;
-    default:
-      g.dtype = static_cast<DType>(any_value<std::uint8_t>());
-      break;
+    case 0: g.num_blocks = hostile_value(g.num_blocks); break;
+    case 1: g.block_size = hostile_value(g.block_size); break;
+    case 2: c.block_size = hostile_value(c.block_size); break;
+    case 3: g.block_size = c.block_size = hostile_value(c.block_size); break;
+    case 4: g.width = hostile_value(g.width); break;
+    case 5: g.stride0 = hostile_value(g.stride0); break;
+    case 6: g.stride1 = hostile_value(g.stride1); break;
+    case 7: g.stride2 = hostile_value(g.stride2); break;
+    case 8: g.offset_bytes = hostile_value(g.offset_bytes); break;
+    case 9: g.rank = uniform(0, kMaxRank + 1); break;
+    default: g.dtype = static_cast<DType>(any_value<std::uint8_t>()); break;
   }
   classes.push_back(std::string("cache:") + names[field]);
 }
@@ -204,36 +174,16 @@ std::string apply_hostile_edit(InsertCase& c, std::vector<std::string>& classes)
   };
   auto scalar = [] { return make_tensor_from(DType::kF32, std::vector<float>{1.0f}, {1}); };
   switch (target) {
-    case 0:
-      edit_meta(c.kv.meta, classes);
-      break;
-    case 1:
-      edit_meta(c.slots.meta, classes);
-      break;
-    case 2:
-      edit_meta(c.positions.meta, classes);
-      break;
-    case 3:
-      edit_meta(c.cos_sin.meta, classes);
-      break;
-    case 4:
-      edit_meta(tensor(c.fp8_scale, scalar()), classes);
-      break;
-    case 5:
-      edit_meta(tensor(c.q, make_tensor(DType::kBF16, {1, 1, kHeadDim})), classes);
-      break;
-    case 6:
-      edit_meta(c.q_out, classes);
-      break;
-    case 7:
-      edit_meta(tensor(c.q_scale_inv, scalar()), classes);
-      break;
-    case 8:
-      edit_meta(tensor(c.kv_norm_weight, valid_norm_weight()), classes);
-      break;
-    case 9:
-      edit_cache(c, classes);
-      break;
+    case 0: edit_meta(c.kv.meta, classes); break;
+    case 1: edit_meta(c.slots.meta, classes); break;
+    case 2: edit_meta(c.positions.meta, classes); break;
+    case 3: edit_meta(c.cos_sin.meta, classes); break;
+    case 4: edit_meta(tensor(c.fp8_scale, scalar()), classes); break;
+    case 5: edit_meta(tensor(c.q, make_tensor(DType::kBF16, {1, 1, kHeadDim})), classes); break;
+    case 6: edit_meta(c.q_out, classes); break;
+    case 7: edit_meta(tensor(c.q_scale_inv, scalar()), classes); break;
+    case 8: edit_meta(tensor(c.kv_norm_weight, valid_norm_weight()), classes); break;
+    case 9: edit_cache(c, classes); break;
     default:
       c.op = *rc::gen::arbitrary<bool>() ? static_cast<InsertOp>(any_value<std::uint8_t>())
                                          : (c.op == InsertOp::kLegacy ? InsertOp::kKvOnly : InsertOp::kLegacy);

@@ -38,20 +38,13 @@ constexpr int kSpecials = 7;
 std::uint16_t special_code(Special s, DType d) {
   const bool h = d == DType::kF16;
   switch (s) {
-    case Special::kNan:
-      return h ? 0x7E00 : 0x7FC0;
-    case Special::kPlusInf:
-      return h ? 0x7C00 : 0x7F80;
-    case Special::kMinusInf:
-      return h ? 0xFC00 : 0xFF80;
-    case Special::kMinusZero:
-      return 0x8000;
-    case Special::kSubnormal:
-      return 0x0001;
-    case Special::kLargest:
-      return h ? 0x7BFF : 0x7F7F;
-    case Special::kNone:
-      break;
+    case Special::kNan: return h ? 0x7E00 : 0x7FC0;
+    case Special::kPlusInf: return h ? 0x7C00 : 0x7F80;
+    case Special::kMinusInf: return h ? 0xFC00 : 0xFF80;
+    case Special::kMinusZero: return 0x8000;
+    case Special::kSubnormal: return 0x0001;
+    case Special::kLargest: return h ? 0x7BFF : 0x7F7F;
+    case Special::kNone: break;
   }
   return 0;
 }

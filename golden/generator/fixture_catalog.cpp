@@ -53,14 +53,10 @@ constexpr RowRecipe kQRecipes[] = {RowRecipe::kRandom,    RowRecipe::kEdgeMix, R
 
 std::int64_t default_block_size(Format f) {
   switch (f) {
-    case Format::kPacked584:
-      return 4;
-    case Format::kPacked528:
-      return 5;
-    case Format::kFp8_512:
-      return 3;
-    case Format::kBf16_512:
-      return 4;
+    case Format::kPacked584: return 4;
+    case Format::kPacked528: return 5;
+    case Format::kFp8_512: return 3;
+    case Format::kBf16_512: return 4;
   }
   return 4;
 }

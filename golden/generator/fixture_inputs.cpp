@@ -71,17 +71,13 @@ void edge_segment(std::uint16_t* seg, int cls, const Format16& f, SplitMix64& rn
   fill_random(seg, kSegmentDims, f, rng, -6, 2);
   const int k = f.pow2_k_min + static_cast<int>(rng.below(static_cast<std::uint64_t>(f.pow2_k_max - f.pow2_k_min + 1)));
   switch (cls) {
-    case 0:
-      seg[at()] = f.quiet_nan;
-      break;
+    case 0: seg[at()] = f.quiet_nan; break;
     case 1:
       seg[3] = f.negative_nan;
       seg[17] = f.signalling_nan;
       seg[30] = f.odd_nan;
       break;
-    case 2:
-      seg[at()] = f.pos_inf;
-      break;
+    case 2: seg[at()] = f.pos_inf; break;
     case 3:
       seg[5] = f.neg_inf;
       seg[6] = f.quiet_nan;
@@ -122,8 +118,7 @@ void edge_segment(std::uint16_t* seg, int cls, const Format16& f, SplitMix64& rn
                           f.bias + 10 + static_cast<int>(rng.below(static_cast<std::uint64_t>(f.huge_exponent - 9))),
                           static_cast<std::uint32_t>(rng.next()));
       break;
-    default:
-      throw std::logic_error("edge_segment: unknown class");
+    default: throw std::logic_error("edge_segment: unknown class");
   }
 }
 
@@ -141,9 +136,7 @@ std::vector<std::uint16_t> make_row(RowRecipe recipe, Storage16 storage, std::ui
   std::vector<std::uint16_t> row(kDims);
   std::uint16_t* r = row.data();
   switch (recipe) {
-    case RowRecipe::kRandom:
-      fill_random(r, kDims, f, rng, -6, 2);
-      break;
+    case RowRecipe::kRandom: fill_random(r, kDims, f, rng, -6, 2); break;
     case RowRecipe::kEdgeMix:
       for (std::int64_t s = 0; s < kDims / kSegmentDims; ++s)
         edge_segment(r + s * kSegmentDims, static_cast<int>((static_cast<std::uint64_t>(s) + variant) % kEdgeClasses),

@@ -123,9 +123,7 @@ json case_json(const GenCase& c, Payload& payload) {
   for (const cf::Field& f : cf::kInsertCaseFields) {
     const std::string k = key(f.name);
     switch (f.kind) {
-      case cf::Kind::kOp:
-        j[k] = key(c.op == GenOp::kLegacy ? cf::kOpLegacy : cf::kOpKvOnly);
-        break;
+      case cf::Kind::kOp: j[k] = key(c.op == GenOp::kLegacy ? cf::kOpLegacy : cf::kOpKvOnly); break;
       case cf::Kind::kTensor: {
         const GenTensor& t = tensor_field(c, f.name);
         j[k] = t.present ? json{{key(cf::kMetaKey), meta_json(t.dtype, t.sizes, t.strides)},
@@ -137,9 +135,7 @@ json case_json(const GenCase& c, Payload& payload) {
         if (f.name != "q_out") unknown("the output", f.name);
         j[k] = c.q_out ? meta_json(c.q_out->dtype, c.q_out->sizes, c.q_out->strides) : json(nullptr);
         break;
-      case cf::Kind::kCacheGeometry:
-        j[k] = cache_json(c.cache);
-        break;
+      case cf::Kind::kCacheGeometry: j[k] = cache_json(c.cache); break;
       case cf::Kind::kInt:
         if (f.name != "block_size") unknown("the integer", f.name);
         j[k] = c.cache.block_size;  // the op's cache_block_size equals the cache's size(1)

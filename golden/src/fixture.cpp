@@ -70,16 +70,11 @@ std::vector<std::uint8_t> slice(const std::vector<std::uint8_t>& payload, const 
 
 const char* problem_name(FixtureProblem p) {
   switch (p) {
-    case FixtureProblem::kUnreadable:
-      return "unreadable";
-    case FixtureProblem::kMalformed:
-      return "malformed manifest";
-    case FixtureProblem::kPayloadSize:
-      return "payload size mismatch";
-    case FixtureProblem::kHashMismatch:
-      return "sha256 mismatch";
-    case FixtureProblem::kForeignContract:
-      return "foreign contract version or profile";
+    case FixtureProblem::kUnreadable: return "unreadable";
+    case FixtureProblem::kMalformed: return "malformed manifest";
+    case FixtureProblem::kPayloadSize: return "payload size mismatch";
+    case FixtureProblem::kHashMismatch: return "sha256 mismatch";
+    case FixtureProblem::kForeignContract: return "foreign contract version or profile";
   }
   return "?";
 }

@@ -305,27 +305,17 @@ TEST(SharedFieldList, EveryListedMemberIsReadIntoTheCase) {
       nlohmann::json& v = j[k];
       if (v.is_null()) continue;
       switch (field.kind) {
-        case cf::Kind::kOp:
-          v = v == "legacy" ? "kv_only" : "legacy";
-          break;
+        case cf::Kind::kOp: v = v == "legacy" ? "kv_only" : "legacy"; break;
         case cf::Kind::kTensor:
         case cf::Kind::kTensorMeta: {
           nlohmann::json& meta = field.kind == cf::Kind::kTensor ? v["meta"] : v;
           meta["offset_bytes"] = meta["offset_bytes"].get<std::int64_t>() + 16;
           break;
         }
-        case cf::Kind::kCacheGeometry:
-          v["num_blocks"] = v["num_blocks"].get<std::int64_t>() + 1;
-          break;
-        case cf::Kind::kInt:
-          v = v.get<std::int64_t>() + 1;
-          break;
-        case cf::Kind::kBool:
-          v = !v.get<bool>();
-          break;
-        case cf::Kind::kFloat:
-          v = v.get<float>() * 2;
-          break;
+        case cf::Kind::kCacheGeometry: v["num_blocks"] = v["num_blocks"].get<std::int64_t>() + 1; break;
+        case cf::Kind::kInt: v = v.get<std::int64_t>() + 1; break;
+        case cf::Kind::kBool: v = !v.get<bool>(); break;
+        case cf::Kind::kFloat: v = v.get<float>() * 2; break;
       }
       const nlohmann::json again = testkit::case_to_json(testkit::case_from_json(j));
       EXPECT_EQ(again.at(k), j.at(k)) << name << ": member \"" << k << "\" was not read into the case";

@@ -258,9 +258,7 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
       else
         out->supported = 1;
       break;
-    default:
-      out->reason = "unknown op";
-      break;
+    default: out->reason = "unknown op"; break;
   }
   return KVC_STATUS_OK;
 }

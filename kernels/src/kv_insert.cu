@@ -95,10 +95,8 @@ void launch(const KvOnlyInsertParams& p, cudaStream_t stream) {
 template <RecordFormat kFormat, bool kNorm, int kV>
 void launch_rows(const KvOnlyInsertParams& p, cudaStream_t stream) {
   switch (p.rows_per_warp == 0 ? kDefaultRowsPerWarp : p.rows_per_warp) {
-    case 2:
-      return launch<kFormat, kNorm, kV, 2>(p, stream);
-    default:
-      return launch<kFormat, kNorm, kV, 1>(p, stream);
+    case 2: return launch<kFormat, kNorm, kV, 2>(p, stream);
+    default: return launch<kFormat, kNorm, kV, 1>(p, stream);
   }
 }
 
@@ -124,18 +122,10 @@ cudaError_t kv_only_insert(const KvOnlyInsertParams& p, cudaStream_t stream) {
   if (p.rows.count <= 0) return cudaSuccess;
   if (p.rows.fp16) return cudaErrorInvalidValue;
   switch (p.cache.format) {
-    case RecordFormat::kPacked584:
-      launch_format<RecordFormat::kPacked584>(p, stream);
-      break;
-    case RecordFormat::kPacked528:
-      launch_format<RecordFormat::kPacked528>(p, stream);
-      break;
-    case RecordFormat::kFp8_512:
-      launch_format<RecordFormat::kFp8_512>(p, stream);
-      break;
-    case RecordFormat::kBf16_512:
-      launch_format<RecordFormat::kBf16_512>(p, stream);
-      break;
+    case RecordFormat::kPacked584: launch_format<RecordFormat::kPacked584>(p, stream); break;
+    case RecordFormat::kPacked528: launch_format<RecordFormat::kPacked528>(p, stream); break;
+    case RecordFormat::kFp8_512: launch_format<RecordFormat::kFp8_512>(p, stream); break;
+    case RecordFormat::kBf16_512: launch_format<RecordFormat::kBf16_512>(p, stream); break;
   }
   return cudaGetLastError();
 }

@@ -230,18 +230,10 @@ cudaError_t legacy_insert(const LegacyInsertParams& p, cudaStream_t stream) {
   if (grid == LegacyGrid::kAuto) grid = p.tokens < kTokenCutoff ? LegacyGrid::kPerToken : LegacyGrid::kLargeBatch;
 
   switch (p.cache.format) {
-    case RecordFormat::kPacked584:
-      launch_dtype<RecordFormat::kPacked584>(d, p.rows.fp16, grid, stream);
-      break;
-    case RecordFormat::kPacked528:
-      launch_dtype<RecordFormat::kPacked528>(d, p.rows.fp16, grid, stream);
-      break;
-    case RecordFormat::kFp8_512:
-      launch_dtype<RecordFormat::kFp8_512>(d, p.rows.fp16, grid, stream);
-      break;
-    case RecordFormat::kBf16_512:
-      launch<RecordFormat::kBf16_512, false>(d, grid, stream);
-      break;
+    case RecordFormat::kPacked584: launch_dtype<RecordFormat::kPacked584>(d, p.rows.fp16, grid, stream); break;
+    case RecordFormat::kPacked528: launch_dtype<RecordFormat::kPacked528>(d, p.rows.fp16, grid, stream); break;
+    case RecordFormat::kFp8_512: launch_dtype<RecordFormat::kFp8_512>(d, p.rows.fp16, grid, stream); break;
+    case RecordFormat::kBf16_512: launch<RecordFormat::kBf16_512, false>(d, grid, stream); break;
   }
   return cudaGetLastError();
 }

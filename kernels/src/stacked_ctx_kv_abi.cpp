@@ -137,12 +137,9 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
     return Outcome{KVC_STATUS_CUDA_ERROR, std::string("selecting the tensors' device: ") + cudaGetErrorString(e)};
   const LaunchStatus s = kvc::kernels::stacked_ctx_kv(p, static_cast<cudaStream_t>(stream));
   switch (s.kind) {
-    case LaunchStatus::Kind::kOk:
-      return {};
-    case LaunchStatus::Kind::kUnsupported:
-      return Outcome{KVC_STATUS_UNSUPPORTED, s.message};
-    case LaunchStatus::Kind::kCudaError:
-      break;
+    case LaunchStatus::Kind::kOk: return {};
+    case LaunchStatus::Kind::kUnsupported: return Outcome{KVC_STATUS_UNSUPPORTED, s.message};
+    case LaunchStatus::Kind::kCudaError: break;
   }
   return Outcome{KVC_STATUS_CUDA_ERROR, s.message};
 }

@@ -78,14 +78,9 @@ void launch_format(const StoreRotatedParams& p, cudaStream_t stream) {
 cudaError_t store_rotated(const StoreRotatedParams& p, cudaStream_t stream) {
   if (p.count <= 0) return cudaSuccess;
   switch (p.cache.format) {
-    case RecordFormat::kPacked584:
-      launch_format<RecordFormat::kPacked584>(p, stream);
-      break;
-    case RecordFormat::kPacked528:
-      launch_format<RecordFormat::kPacked528>(p, stream);
-      break;
-    default:
-      return cudaErrorInvalidValue;
+    case RecordFormat::kPacked584: launch_format<RecordFormat::kPacked584>(p, stream); break;
+    case RecordFormat::kPacked528: launch_format<RecordFormat::kPacked528>(p, stream); break;
+    default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

@@ -60,20 +60,13 @@ std::int64_t dim_offset_in_data(RecordFormat f, int dim) {
 
 std::string_view field_name(Field f) {
   switch (f) {
-    case Field::kFp8Code:
-      return "fp8 code";
-    case Field::kValue16:
-      return "16-bit value";
-    case Field::kScale:
-      return "scale";
-    case Field::kScalePad:
-      return "scale pad";
-    case Field::kRowGap:
-      return "row gap";
-    case Field::kPagePadding:
-      return "page padding";
-    case Field::kOutsideCache:
-      return "outside the cache";
+    case Field::kFp8Code: return "fp8 code";
+    case Field::kValue16: return "16-bit value";
+    case Field::kScale: return "scale";
+    case Field::kScalePad: return "scale pad";
+    case Field::kRowGap: return "row gap";
+    case Field::kPagePadding: return "page padding";
+    case Field::kOutsideCache: return "outside the cache";
   }
   return "?";
 }
@@ -185,8 +178,7 @@ std::string describe_field(const std::vector<std::uint8_t>& backing, const Paged
     }
     case Field::kScalePad:
       return "pad " + hex(load8(backing, token_scale_offset(v, loc.slot) + l.scale_blocks), 2) + " (contract: 0x00)";
-    default:
-      return "byte";
+    default: return "byte";
   }
 }
 

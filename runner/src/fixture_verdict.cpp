@@ -21,8 +21,8 @@ void judge_fixture(const golden::Fixture& f, RecordingBackend& recorder, CheckRe
     std::vector<std::uint8_t> expected = initial.cache;
     std::copy(f.expected_cache.begin(), f.expected_cache.end(), expected.begin());
     if (recorder.last().cache.size() == expected.size())
-      r.classes = testkit::classify_insert_mismatches(f.c, kvc::vllm_profile(), initial.cache, expected,
-                                                      recorder.last().cache);
+      r.classes =
+          testkit::classify_insert_mismatches(f.c, kvc::vllm_profile(), initial.cache, expected, recorder.last().cache);
   }
 }
 

@@ -31,12 +31,12 @@ inline constexpr std::array<const char*, 6> kAllSuites = {kSuiteGolden,  kSuiteI
                                                           kSuiteChecker, kSuiteMatrix,  kSuiteDspark};
 
 struct RunOptions {
-  std::vector<InsertOp> ops;               // empty: both
-  std::vector<RecordFormat> formats;       // empty: all
-  std::vector<std::string> suites;         // empty: all
-  std::int64_t max_tokens = 0;             // 0: no limit (the oracle's registry checks: kOracleRegistryMaxTokens)
+  std::vector<InsertOp> ops;            // empty: both
+  std::vector<RecordFormat> formats;    // empty: all
+  std::vector<std::string> suites;      // empty: all
+  std::int64_t max_tokens = 0;          // 0: no limit (the oracle's registry checks: kOracleRegistryMaxTokens)
   std::optional<kvc::Profile> profile;  // kernels compared under it instead of their declaration
-  std::string kernels;                     // "" : KVC_KERNELS when set, else ours
+  std::string kernels;                  // "" : KVC_KERNELS when set, else ours
   bool cpu_only = false;
   std::string fixtures_dir;
   // The oracle under test in the CPU conformance: a deliberately broken one shows that the

@@ -24,12 +24,9 @@ void fail(CheckResult& r, const std::string& message) {
 
 std::string_view verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPassed:
-      return "passed";
-    case Verdict::kFailed:
-      return "failed";
-    case Verdict::kSkipped:
-      return "skipped";
+    case Verdict::kPassed: return "passed";
+    case Verdict::kFailed: return "failed";
+    case Verdict::kSkipped: return "skipped";
   }
   return "?";
 }
@@ -54,12 +51,8 @@ std::vector<std::pair<std::tuple<std::string, std::string, std::string, std::str
     GroupCounts& g = out[it->second].second;
     g.seconds += c.seconds;
     switch (c.verdict) {
-      case Verdict::kPassed:
-        ++g.passed;
-        break;
-      case Verdict::kFailed:
-        ++g.failed;
-        break;
+      case Verdict::kPassed: ++g.passed; break;
+      case Verdict::kFailed: ++g.failed; break;
       case Verdict::kSkipped:
         ++g.skipped;
         ++g.skip_reasons[c.message];

@@ -3,7 +3,6 @@
 
 #include <stdexcept>
 
-
 namespace kvc::testkit {
 
 kvc::Profile Backend::declared_profile(const InsertCase& c) const {

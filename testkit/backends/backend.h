@@ -59,5 +59,4 @@ class Backend {
   virtual kvc::Profile declared_store_profile(const StoreCase& c) const;
 };
 
-
 }  // namespace kvc::testkit

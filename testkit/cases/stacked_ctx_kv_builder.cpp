@@ -116,30 +116,19 @@ void make_ineligible(StackedCtxKvCase& c, const StackedCtxKvShape& shape, Stacke
   Rng rng(seed);
   LayerSpec spec = base_spec(shape);
   switch (reason) {
-    case StackedIneligibility::kNone:
-      return;
-    case StackedIneligibility::kQuantizedLayer:
-      l.quantized = true;
-      return;
-    case StackedIneligibility::kEpsDiffers:
-      l.eps = shape.eps == 1e-5f ? 1e-6f : 1e-5f;
-      return;
-    case StackedIneligibility::kBiasOnSomeLayers:
-      spec.bias = !l.has_bias();
-      break;
+    case StackedIneligibility::kNone: return;
+    case StackedIneligibility::kQuantizedLayer: l.quantized = true; return;
+    case StackedIneligibility::kEpsDiffers: l.eps = shape.eps == 1e-5f ? 1e-6f : 1e-5f; return;
+    case StackedIneligibility::kBiasOnSomeLayers: spec.bias = !l.has_bias(); break;
     case StackedIneligibility::kHeadDimDiffers:
       spec.head_dim = shape.head_dim == 2 ? 4 : shape.head_dim / 2 + (shape.head_dim / 2) % 2;
       spec.q_size = shape.q_heads * spec.head_dim;
       break;
-    case StackedIneligibility::kKvHeadsDiffers:
-      spec.kv_heads = shape.kv_heads + 1;
-      break;
+    case StackedIneligibility::kKvHeadsDiffers: spec.kv_heads = shape.kv_heads + 1; break;
     case StackedIneligibility::kDtypeDiffers:
       spec.dtype = shape.dtype == DType::kF16 ? DType::kBF16 : DType::kF16;
       break;
-    case StackedIneligibility::kRotaryTableDiffers:
-      spec.rope_base = 500000.0;
-      break;
+    case StackedIneligibility::kRotaryTableDiffers: spec.rope_base = 500000.0; break;
   }
   l = make_layer(shape, spec, rng);
 }

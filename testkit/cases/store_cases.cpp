@@ -70,12 +70,8 @@ std::vector<std::uint16_t> policy_edge_rows(std::int64_t rows, std::uint64_t see
         v[static_cast<std::size_t>(r * kHeadDim + 7)] = kBf16NanWithPayload;
         v[static_cast<std::size_t>(r * kHeadDim + 450)] = kBf16NanWithPayload;
         break;
-      case 1:
-        inf_block(v, r, 64, kBf16PosInf);
-        break;
-      case 2:
-        inf_block(v, r, 128, kBf16NegInf);
-        break;
+      case 1: inf_block(v, r, 64, kBf16PosInf); break;
+      case 2: inf_block(v, r, 128, kBf16NegInf); break;
       case 3:
         for (int d = 192; d < 256; ++d) {
           auto& x = v[static_cast<std::size_t>(r * kHeadDim + d)];

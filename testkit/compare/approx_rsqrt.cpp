@@ -133,12 +133,10 @@ std::string_view rsqrt_mode_name(RsqrtMode mode) {
 
 std::string describe(const NormRow& row) {
   switch (row.kind) {
-    case NormRowKind::kQHead:
-      return "token " + std::to_string(row.token) + " head " + std::to_string(row.head);
+    case NormRowKind::kQHead: return "token " + std::to_string(row.token) + " head " + std::to_string(row.head);
     case NormRowKind::kKvNormRecord:
       return "token " + std::to_string(row.token) + " (slot " + std::to_string(row.slot) + ")";
-    case NormRowKind::kKvNormOutput:
-      return "row " + std::to_string(row.token);
+    case NormRowKind::kKvNormOutput: return "row " + std::to_string(row.token);
   }
   return "?";
 }

@@ -7,21 +7,14 @@ namespace {
 // The field whose name a class carries (kForeignSlot has none).
 oracle::Field field_of(ByteClass c) {
   switch (c) {
-    case ByteClass::kFp8Code:
-      return oracle::Field::kFp8Code;
-    case ByteClass::kValue16:
-      return oracle::Field::kValue16;
-    case ByteClass::kScale:
-      return oracle::Field::kScale;
-    case ByteClass::kScalePad:
-      return oracle::Field::kScalePad;
-    case ByteClass::kRowGap:
-      return oracle::Field::kRowGap;
-    case ByteClass::kPagePadding:
-      return oracle::Field::kPagePadding;
+    case ByteClass::kFp8Code: return oracle::Field::kFp8Code;
+    case ByteClass::kValue16: return oracle::Field::kValue16;
+    case ByteClass::kScale: return oracle::Field::kScale;
+    case ByteClass::kScalePad: return oracle::Field::kScalePad;
+    case ByteClass::kRowGap: return oracle::Field::kRowGap;
+    case ByteClass::kPagePadding: return oracle::Field::kPagePadding;
     case ByteClass::kOutsideCache:
-    case ByteClass::kForeignSlot:
-      break;
+    case ByteClass::kForeignSlot: break;
   }
   return oracle::Field::kOutsideCache;
 }
@@ -35,20 +28,13 @@ std::string_view name(ByteClass c) {
 
 ByteClass byte_class(oracle::Field f) {
   switch (f) {
-    case oracle::Field::kFp8Code:
-      return ByteClass::kFp8Code;
-    case oracle::Field::kValue16:
-      return ByteClass::kValue16;
-    case oracle::Field::kScale:
-      return ByteClass::kScale;
-    case oracle::Field::kScalePad:
-      return ByteClass::kScalePad;
-    case oracle::Field::kRowGap:
-      return ByteClass::kRowGap;
-    case oracle::Field::kPagePadding:
-      return ByteClass::kPagePadding;
-    case oracle::Field::kOutsideCache:
-      break;
+    case oracle::Field::kFp8Code: return ByteClass::kFp8Code;
+    case oracle::Field::kValue16: return ByteClass::kValue16;
+    case oracle::Field::kScale: return ByteClass::kScale;
+    case oracle::Field::kScalePad: return ByteClass::kScalePad;
+    case oracle::Field::kRowGap: return ByteClass::kRowGap;
+    case oracle::Field::kPagePadding: return ByteClass::kPagePadding;
+    case oracle::Field::kOutsideCache: break;
   }
   return ByteClass::kOutsideCache;
 }

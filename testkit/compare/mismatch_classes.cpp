@@ -57,13 +57,10 @@ std::string policy_alternative(const kvc::Profile& p, kvc::Policy policy) {
 MismatchClass class_of_variant(RowVariant v) {
   switch (v) {
     case RowVariant::kE4m3TiesAway:
-    case RowVariant::kBf16TiesAway:
-      return MismatchClass::kRoundingTie;
+    case RowVariant::kBf16TiesAway: return MismatchClass::kRoundingTie;
     case RowVariant::kRopeMulSub:
-    case RowVariant::kRopeNeox:
-      return MismatchClass::kRopePattern;
-    case RowVariant::kContract:
-      break;
+    case RowVariant::kRopeNeox: return MismatchClass::kRopePattern;
+    case RowVariant::kContract: break;
   }
   return MismatchClass::kUnexplained;
 }
@@ -149,12 +146,9 @@ class Classifier {
     switch (cls) {
       case ByteClass::kOutsideCache:
         return {offset < view_.base_offset ? SiteKind::kBeforeCache : SiteKind::kAfterCache, 0};
-      case ByteClass::kPagePadding:
-        return {SiteKind::kPagePadding, loc.page};
-      case ByteClass::kRowGap:
-        return {SiteKind::kRowGap, loc.slot};
-      default:
-        break;
+      case ByteClass::kPagePadding: return {SiteKind::kPagePadding, loc.page};
+      case ByteClass::kRowGap: return {SiteKind::kRowGap, loc.slot};
+      default: break;
     }
     if (!writer_.count(loc.slot)) return {SiteKind::kForeignSlot, loc.slot};
     return {cls == ByteClass::kScalePad ? SiteKind::kPad : SiteKind::kRecord, loc.slot};
@@ -174,12 +168,9 @@ class Classifier {
       case SiteKind::kRowGap:
         return std::string(name(ByteClass::kRowGap)) + " after slot " + std::to_string(id) + " (" + place(view_, id) +
                ")";
-      case SiteKind::kPagePadding:
-        return std::string(name(ByteClass::kPagePadding)) + " of page " + std::to_string(id);
-      case SiteKind::kBeforeCache:
-        return "before the cache's first page";
-      case SiteKind::kAfterCache:
-        return "after the cache's last page (guard zone)";
+      case SiteKind::kPagePadding: return std::string(name(ByteClass::kPagePadding)) + " of page " + std::to_string(id);
+      case SiteKind::kBeforeCache: return "before the cache's first page";
+      case SiteKind::kAfterCache: return "after the cache's last page (guard zone)";
     }
     return "?";
   }
@@ -199,8 +190,7 @@ class Classifier {
     const std::int64_t id = key.second;
     switch (key.first) {
       case SiteKind::kRecord:
-      case SiteKind::kForeignSlot:
-        return record_ranges(id, key.first == SiteKind::kForeignSlot);
+      case SiteKind::kForeignSlot: return record_ranges(id, key.first == SiteKind::kForeignSlot);
       case SiteKind::kPad: {
         const std::int64_t pad = oracle::token_scale_offset(view_, id) + layout_.scale_blocks;
         return {{pad, pad + 1}};
@@ -215,8 +205,7 @@ class Classifier {
                                                          : view_.block_size * view_.token_stride_bytes;
         return {{page + dense, page + view_.page_stride_bytes}};
       }
-      case SiteKind::kBeforeCache:
-        return {{0, view_.base_offset}};
+      case SiteKind::kBeforeCache: return {{0, view_.base_offset}};
       case SiteKind::kAfterCache: {
         const std::int64_t end = view_.page_offset(view_.num_blocks);
         return {{end, static_cast<std::int64_t>(actual_.size())}};
@@ -471,9 +460,7 @@ class Classifier {
     site->where = where(key);
     const std::int64_t id = key.second;
     switch (key.first) {
-      case SiteKind::kRecord:
-        classify_record(id, site);
-        return;
+      case SiteKind::kRecord: classify_record(id, site); return;
       case SiteKind::kPad: {
         const std::size_t i = static_cast<std::size_t>(site->first_offset);
         // Bytes a stride mistake wrote over the pad byte (a pad byte left as it was is a pad
@@ -507,8 +494,7 @@ class Classifier {
         return;
       case SiteKind::kForeignSlot:
       case SiteKind::kRowGap:
-      case SiteKind::kPagePadding:
-        break;
+      case SiteKind::kPagePadding: break;
     }
     site->cls = MismatchClass::kWrongAddress;
     if (key.first == SiteKind::kForeignSlot) {
@@ -545,62 +531,41 @@ class Classifier {
 
 std::string_view mismatch_class_name(MismatchClass c) {
   switch (c) {
-    case MismatchClass::kRoundingTie:
-      return "rounding tie";
-    case MismatchClass::kScaleExponent:
-      return "scale exponent";
-    case MismatchClass::kSaturationNan:
-      return "saturation / NaN policy";
-    case MismatchClass::kRopePattern:
-      return "RoPE pattern";
-    case MismatchClass::kWrongAddress:
-      return "wrong address";
-    case MismatchClass::kPadByte:
-      return "pad byte";
-    case MismatchClass::kUntouchedRegion:
-      return "untouched-region damage";
-    case MismatchClass::kUnexplained:
-      return "unexplained";
+    case MismatchClass::kRoundingTie: return "rounding tie";
+    case MismatchClass::kScaleExponent: return "scale exponent";
+    case MismatchClass::kSaturationNan: return "saturation / NaN policy";
+    case MismatchClass::kRopePattern: return "RoPE pattern";
+    case MismatchClass::kWrongAddress: return "wrong address";
+    case MismatchClass::kPadByte: return "pad byte";
+    case MismatchClass::kUntouchedRegion: return "untouched-region damage";
+    case MismatchClass::kUnexplained: return "unexplained";
   }
   return "?";
 }
 
 std::string_view mismatch_class_key(MismatchClass c) {
   switch (c) {
-    case MismatchClass::kRoundingTie:
-      return "rounding_tie";
-    case MismatchClass::kScaleExponent:
-      return "scale_exponent";
-    case MismatchClass::kSaturationNan:
-      return "saturation_nan";
-    case MismatchClass::kRopePattern:
-      return "rope_pattern";
-    case MismatchClass::kWrongAddress:
-      return "wrong_address";
-    case MismatchClass::kPadByte:
-      return "pad_byte";
-    case MismatchClass::kUntouchedRegion:
-      return "untouched_region";
-    case MismatchClass::kUnexplained:
-      return "unexplained";
+    case MismatchClass::kRoundingTie: return "rounding_tie";
+    case MismatchClass::kScaleExponent: return "scale_exponent";
+    case MismatchClass::kSaturationNan: return "saturation_nan";
+    case MismatchClass::kRopePattern: return "rope_pattern";
+    case MismatchClass::kWrongAddress: return "wrong_address";
+    case MismatchClass::kPadByte: return "pad_byte";
+    case MismatchClass::kUntouchedRegion: return "untouched_region";
+    case MismatchClass::kUnexplained: return "unexplained";
   }
   return "?";
 }
 
 MismatchClass class_of_policy(kvc::Policy p) {
   switch (p) {
-    case kvc::Policy::kRope:
-      return MismatchClass::kRopePattern;
+    case kvc::Policy::kRope: return MismatchClass::kRopePattern;
     case kvc::Policy::kClampOrder:
-    case kvc::Policy::kInfBlock:
-      return MismatchClass::kSaturationNan;
-    case kvc::Policy::kPadByte:
-      return MismatchClass::kPadByte;
+    case kvc::Policy::kInfBlock: return MismatchClass::kSaturationNan;
+    case kvc::Policy::kPadByte: return MismatchClass::kPadByte;
     case kvc::Policy::kExponent:
-    case kvc::Policy::kFloorPlacement:
-      return MismatchClass::kScaleExponent;
-    case kvc::Policy::kRsqrt:
-      break;
+    case kvc::Policy::kFloorPlacement: return MismatchClass::kScaleExponent;
+    case kvc::Policy::kRsqrt: break;
   }
   return MismatchClass::kUnexplained;
 }

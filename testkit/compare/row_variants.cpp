@@ -48,12 +48,9 @@ void put16(std::vector<std::uint8_t>& b, std::int64_t off, std::uint16_t v) {
 
 std::string_view describe_variant(RowVariant v) {
   switch (v) {
-    case RowVariant::kContract:
-      return "the contract's encoding";
-    case RowVariant::kE4m3TiesAway:
-      return "e4m3 ties rounded away from zero (the contract: to even)";
-    case RowVariant::kBf16TiesAway:
-      return "bf16 ties rounded away from zero (the contract: to even)";
+    case RowVariant::kContract: return "the contract's encoding";
+    case RowVariant::kE4m3TiesAway: return "e4m3 ties rounded away from zero (the contract: to even)";
+    case RowVariant::kBf16TiesAway: return "bf16 ties rounded away from zero (the contract: to even)";
     case RowVariant::kRopeMulSub:
       return "RoPE with separately rounded products, fl(fl(a*c) - fl(b*s)) (the contract: fma(a, c, -fl(b*s)))";
     case RowVariant::kRopeNeox:
@@ -67,15 +64,11 @@ bool variant_applies(RowVariant v, const InsertCase& c, const kvc::Profile& p) {
   if (!f) return false;
   const bool rotates = p.rope == kvc::RopePolicy::kRotate;
   switch (v) {
-    case RowVariant::kContract:
-      return true;
-    case RowVariant::kE4m3TiesAway:
-      return layout_of(*f).fp8_dims > 0;
-    case RowVariant::kBf16TiesAway:
-      return rotates && c.kv.meta.dtype == DType::kBF16 && *f != RecordFormat::kFp8_512;
+    case RowVariant::kContract: return true;
+    case RowVariant::kE4m3TiesAway: return layout_of(*f).fp8_dims > 0;
+    case RowVariant::kBf16TiesAway: return rotates && c.kv.meta.dtype == DType::kBF16 && *f != RecordFormat::kFp8_512;
     case RowVariant::kRopeMulSub:
-    case RowVariant::kRopeNeox:
-      return rotates;
+    case RowVariant::kRopeNeox: return rotates;
   }
   return false;
 }

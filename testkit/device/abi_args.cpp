@@ -8,20 +8,13 @@ namespace kvc::testkit {
 
 std::string dtype_name(DType t) {
   switch (t) {
-    case DType::kBF16:
-      return "bf16";
-    case DType::kF16:
-      return "f16";
-    case DType::kF32:
-      return "f32";
-    case DType::kI64:
-      return "i64";
-    case DType::kU8:
-      return "u8";
-    case DType::kE4M3:
-      return "e4m3";
-    case DType::kI32:
-      return "i32";
+    case DType::kBF16: return "bf16";
+    case DType::kF16: return "f16";
+    case DType::kF32: return "f32";
+    case DType::kI64: return "i64";
+    case DType::kU8: return "u8";
+    case DType::kE4M3: return "e4m3";
+    case DType::kI32: return "i32";
   }
   return "dtype " + std::to_string(static_cast<int>(t));
 }

@@ -21,12 +21,9 @@ bool in_place_q(const InsertCase& c) { return c.op == InsertOp::kLegacy && forma
 
 const char* op_name(std::int32_t op) {
   switch (op) {
-    case KVC_OP_KV_ONLY_INSERT:
-      return "kv_only_insert";
-    case KVC_OP_LEGACY_INSERT:
-      return "legacy_insert";
-    case KVC_OP_KV_NORM:
-      return "kv_norm";
+    case KVC_OP_KV_ONLY_INSERT: return "kv_only_insert";
+    case KVC_OP_LEGACY_INSERT: return "legacy_insert";
+    case KVC_OP_KV_NORM: return "kv_norm";
   }
   return "unknown op";
 }

@@ -15,26 +15,16 @@ constexpr std::size_t kTensorCount = static_cast<std::size_t>(CaseTensor::kQOut)
 
 const char* tensor_name(CaseTensor t) {
   switch (t) {
-    case CaseTensor::kKv:
-      return "kv";
-    case CaseTensor::kSlots:
-      return "slot_mapping";
-    case CaseTensor::kPositions:
-      return "position_ids";
-    case CaseTensor::kCosSin:
-      return "cos_sin_cache";
-    case CaseTensor::kFp8Scale:
-      return "fp8_scale";
-    case CaseTensor::kQ:
-      return "q";
-    case CaseTensor::kQScaleInv:
-      return "q_scale_inv";
-    case CaseTensor::kKvNormWeight:
-      return "kv_norm_weight";
-    case CaseTensor::kCache:
-      return "kv_cache (backing)";
-    case CaseTensor::kQOut:
-      return "q_out";
+    case CaseTensor::kKv: return "kv";
+    case CaseTensor::kSlots: return "slot_mapping";
+    case CaseTensor::kPositions: return "position_ids";
+    case CaseTensor::kCosSin: return "cos_sin_cache";
+    case CaseTensor::kFp8Scale: return "fp8_scale";
+    case CaseTensor::kQ: return "q";
+    case CaseTensor::kQScaleInv: return "q_scale_inv";
+    case CaseTensor::kKvNormWeight: return "kv_norm_weight";
+    case CaseTensor::kCache: return "kv_cache (backing)";
+    case CaseTensor::kQOut: return "q_out";
   }
   return "tensor";
 }

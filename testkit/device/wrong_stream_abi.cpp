@@ -23,12 +23,9 @@ int kv_norm(const kvc_kv_norm_args* args, void*, char* error, size_t capacity) {
 
 void* stream_of(WrongStream which) {
   switch (which) {
-    case WrongStream::kLegacyDefault:
-      return cudaStreamLegacy;
-    case WrongStream::kPerThreadDefault:
-      return cudaStreamPerThread;
-    case WrongStream::kPrivate:
-      break;
+    case WrongStream::kLegacyDefault: return cudaStreamLegacy;
+    case WrongStream::kPerThreadDefault: return cudaStreamPerThread;
+    case WrongStream::kPrivate: break;
   }
   static cudaStream_t own = [] {
     cudaStream_t s = nullptr;
@@ -42,12 +39,9 @@ void* stream_of(WrongStream which) {
 
 const char* wrong_stream_name(WrongStream s) {
   switch (s) {
-    case WrongStream::kLegacyDefault:
-      return "the legacy default stream";
-    case WrongStream::kPerThreadDefault:
-      return "the per-thread default stream";
-    case WrongStream::kPrivate:
-      return "a private non-blocking stream";
+    case WrongStream::kLegacyDefault: return "the legacy default stream";
+    case WrongStream::kPerThreadDefault: return "the per-thread default stream";
+    case WrongStream::kPrivate: return "a private non-blocking stream";
   }
   return "another stream";
 }

@@ -122,9 +122,7 @@ json insert_case_fields_to_json(const InsertCase& c, const TensorBytesCodec& cod
   for (const cf::Field& f : cf::kInsertCaseFields) {
     const std::string key(f.name);
     switch (f.kind) {
-      case cf::Kind::kOp:
-        j[key] = std::string(c.op == InsertOp::kLegacy ? cf::kOpLegacy : cf::kOpKvOnly);
-        break;
+      case cf::Kind::kOp: j[key] = std::string(c.op == InsertOp::kLegacy ? cf::kOpLegacy : cf::kOpKvOnly); break;
       case cf::Kind::kTensor: {
         const HostTensor& t = bound(tensor_member(c, f.name), f.name);
         if (!t.present) {
@@ -139,18 +137,10 @@ json insert_case_fields_to_json(const InsertCase& c, const TensorBytesCodec& cod
       case cf::Kind::kTensorMeta:  // q_out: the legacy op's output; the KV-only op has none
         j[key] = c.op == InsertOp::kLegacy ? tensor_meta_to_json(c.q_out) : json(nullptr);
         break;
-      case cf::Kind::kCacheGeometry:
-        j[key] = geometry_to_json(c.cache);
-        break;
-      case cf::Kind::kInt:
-        j[key] = bound(int_member(c, f.name), f.name);
-        break;
-      case cf::Kind::kBool:
-        j[key] = bound(bool_member(c, f.name), f.name);
-        break;
-      case cf::Kind::kFloat:
-        j[key] = bound(float_member(c, f.name), f.name);
-        break;
+      case cf::Kind::kCacheGeometry: j[key] = geometry_to_json(c.cache); break;
+      case cf::Kind::kInt: j[key] = bound(int_member(c, f.name), f.name); break;
+      case cf::Kind::kBool: j[key] = bound(bool_member(c, f.name), f.name); break;
+      case cf::Kind::kFloat: j[key] = bound(float_member(c, f.name), f.name); break;
     }
   }
   return j;
@@ -183,18 +173,10 @@ InsertCase insert_case_fields_from_json(const json& j, const TensorBytesCodec& c
         case cf::Kind::kTensorMeta:
           if (!v.is_null()) c.q_out = tensor_meta_from_json(v);
           break;
-        case cf::Kind::kCacheGeometry:
-          c.cache = geometry_from_json(v);
-          break;
-        case cf::Kind::kInt:
-          bound(int_member(c, f.name), f.name) = v.get<std::int64_t>();
-          break;
-        case cf::Kind::kBool:
-          bound(bool_member(c, f.name), f.name) = v.get<bool>();
-          break;
-        case cf::Kind::kFloat:
-          bound(float_member(c, f.name), f.name) = v.get<float>();
-          break;
+        case cf::Kind::kCacheGeometry: c.cache = geometry_from_json(v); break;
+        case cf::Kind::kInt: bound(int_member(c, f.name), f.name) = v.get<std::int64_t>(); break;
+        case cf::Kind::kBool: bound(bool_member(c, f.name), f.name) = v.get<bool>(); break;
+        case cf::Kind::kFloat: bound(float_member(c, f.name), f.name) = v.get<float>(); break;
       }
     } catch (const json::exception& e) {
       throw std::runtime_error("field \"" + std::string(f.name) + "\": " + e.what());

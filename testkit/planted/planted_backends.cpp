@@ -61,8 +61,7 @@ const char* defect_name(AddressDefect d) {
 
 }  // namespace
 
-PlantedBackend::PlantedBackend(kvc::Profile runs_under, kvc::Profile declares,
-                               std::optional<AddressDefect> defect)
+PlantedBackend::PlantedBackend(kvc::Profile runs_under, kvc::Profile declares, std::optional<AddressDefect> defect)
     : runs_under_(runs_under), declares_(declares), defect_(defect) {}
 
 std::string PlantedBackend::name() const {

@@ -29,8 +29,7 @@ enum class AddressDefect : std::uint8_t { kNegativeSlotFloorPage = 0, kPageTrunc
 
 class PlantedBackend final : public Backend {
  public:
-  PlantedBackend(kvc::Profile runs_under, kvc::Profile declares,
-                 std::optional<AddressDefect> defect = std::nullopt);
+  PlantedBackend(kvc::Profile runs_under, kvc::Profile declares, std::optional<AddressDefect> defect = std::nullopt);
   // "planted[runs sglang-store, declares vllm, negative slots at the floor page]"
   std::string name() const override;
   Status run(const InsertCase& c, InsertOutputs& out) override;

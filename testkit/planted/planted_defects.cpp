@@ -130,9 +130,7 @@ void post_process(PlantedDefect d, const InsertCase& c, std::vector<std::uint8_t
         for (int i = kNopeDim; i < kHeadDim; ++i) put16(backing, value16_offset(view, slot, i), bf16_bits(x[i]));
       });
       return;
-    case PlantedDefect::kExponentPlusOne:
-      raise_power_of_two_exponents(c, backing);
-      return;
+    case PlantedDefect::kExponentPlusOne: raise_power_of_two_exponents(c, backing); return;
     case PlantedDefect::kWriteAfterCache: {
       const std::int64_t end = view.page_offset(view.num_blocks);
       for (std::int64_t i = end; i < end + 16 && i < static_cast<std::int64_t>(backing.size()); ++i)
@@ -146,8 +144,7 @@ void post_process(PlantedDefect d, const InsertCase& c, std::vector<std::uint8_t
       });
       return;
     }
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -186,36 +183,21 @@ std::uint16_t random_tiny_bf16(Rng& rng) {
 
 std::string_view planted_defect_name(PlantedDefect d) {
   switch (d) {
-    case PlantedDefect::kE4m3TiesAway:
-      return "e4m3-ties-away";
-    case PlantedDefect::kBf16TiesAway:
-      return "bf16-ties-away";
-    case PlantedDefect::kExponentPlusOne:
-      return "exponent-plus-one";
-    case PlantedDefect::kAmaxFloorAfter:
-      return "amax-floor-after";
-    case PlantedDefect::kClampOrderSglang:
-      return "clamp-order-sglang";
-    case PlantedDefect::kInfBlockSglang:
-      return "inf-block-sglang";
-    case PlantedDefect::kRopeNone:
-      return "rope-none";
-    case PlantedDefect::kRopeMulSub:
-      return "rope-mul-sub";
-    case PlantedDefect::kRopeNeox:
-      return "rope-neox";
-    case PlantedDefect::kSlotPlusOne:
-      return "slot-plus-one";
-    case PlantedDefect::kDensePageStride:
-      return "dense-page-stride";
-    case PlantedDefect::kPadByteOne:
-      return "pad-byte-one";
-    case PlantedDefect::kPadNotWritten:
-      return "pad-not-written";
-    case PlantedDefect::kWriteAfterCache:
-      return "write-after-cache";
-    case PlantedDefect::kFlippedCodeBit:
-      return "flipped-code-bit";
+    case PlantedDefect::kE4m3TiesAway: return "e4m3-ties-away";
+    case PlantedDefect::kBf16TiesAway: return "bf16-ties-away";
+    case PlantedDefect::kExponentPlusOne: return "exponent-plus-one";
+    case PlantedDefect::kAmaxFloorAfter: return "amax-floor-after";
+    case PlantedDefect::kClampOrderSglang: return "clamp-order-sglang";
+    case PlantedDefect::kInfBlockSglang: return "inf-block-sglang";
+    case PlantedDefect::kRopeNone: return "rope-none";
+    case PlantedDefect::kRopeMulSub: return "rope-mul-sub";
+    case PlantedDefect::kRopeNeox: return "rope-neox";
+    case PlantedDefect::kSlotPlusOne: return "slot-plus-one";
+    case PlantedDefect::kDensePageStride: return "dense-page-stride";
+    case PlantedDefect::kPadByteOne: return "pad-byte-one";
+    case PlantedDefect::kPadNotWritten: return "pad-not-written";
+    case PlantedDefect::kWriteAfterCache: return "write-after-cache";
+    case PlantedDefect::kFlippedCodeBit: return "flipped-code-bit";
   }
   return "?";
 }
@@ -223,28 +205,20 @@ std::string_view planted_defect_name(PlantedDefect d) {
 MismatchClass expected_class(PlantedDefect d) {
   switch (d) {
     case PlantedDefect::kE4m3TiesAway:
-    case PlantedDefect::kBf16TiesAway:
-      return MismatchClass::kRoundingTie;
+    case PlantedDefect::kBf16TiesAway: return MismatchClass::kRoundingTie;
     case PlantedDefect::kExponentPlusOne:
-    case PlantedDefect::kAmaxFloorAfter:
-      return MismatchClass::kScaleExponent;
+    case PlantedDefect::kAmaxFloorAfter: return MismatchClass::kScaleExponent;
     case PlantedDefect::kClampOrderSglang:
-    case PlantedDefect::kInfBlockSglang:
-      return MismatchClass::kSaturationNan;
+    case PlantedDefect::kInfBlockSglang: return MismatchClass::kSaturationNan;
     case PlantedDefect::kRopeNone:
     case PlantedDefect::kRopeMulSub:
-    case PlantedDefect::kRopeNeox:
-      return MismatchClass::kRopePattern;
+    case PlantedDefect::kRopeNeox: return MismatchClass::kRopePattern;
     case PlantedDefect::kSlotPlusOne:
-    case PlantedDefect::kDensePageStride:
-      return MismatchClass::kWrongAddress;
+    case PlantedDefect::kDensePageStride: return MismatchClass::kWrongAddress;
     case PlantedDefect::kPadByteOne:
-    case PlantedDefect::kPadNotWritten:
-      return MismatchClass::kPadByte;
-    case PlantedDefect::kWriteAfterCache:
-      return MismatchClass::kUntouchedRegion;
-    case PlantedDefect::kFlippedCodeBit:
-      return MismatchClass::kUnexplained;
+    case PlantedDefect::kPadNotWritten: return MismatchClass::kPadByte;
+    case PlantedDefect::kWriteAfterCache: return MismatchClass::kUntouchedRegion;
+    case PlantedDefect::kFlippedCodeBit: return MismatchClass::kUnexplained;
   }
   return MismatchClass::kUnexplained;
 }
@@ -252,25 +226,20 @@ MismatchClass expected_class(PlantedDefect d) {
 bool planted_defect_applies(PlantedDefect d, RecordFormat f) {
   switch (d) {
     case PlantedDefect::kE4m3TiesAway:
-    case PlantedDefect::kClampOrderSglang:
-      return f != RecordFormat::kBf16_512;
+    case PlantedDefect::kClampOrderSglang: return f != RecordFormat::kBf16_512;
     case PlantedDefect::kBf16TiesAway:
     case PlantedDefect::kRopeMulSub:
-    case PlantedDefect::kRopeNeox:
-      return f == RecordFormat::kPacked584 || f == RecordFormat::kBf16_512;
+    case PlantedDefect::kRopeNeox: return f == RecordFormat::kPacked584 || f == RecordFormat::kBf16_512;
     case PlantedDefect::kExponentPlusOne:
     case PlantedDefect::kAmaxFloorAfter:
-    case PlantedDefect::kInfBlockSglang:
-      return is_packed(f);
+    case PlantedDefect::kInfBlockSglang: return is_packed(f);
     case PlantedDefect::kPadByteOne:
-    case PlantedDefect::kPadNotWritten:
-      return f == RecordFormat::kPacked584;
+    case PlantedDefect::kPadNotWritten: return f == RecordFormat::kPacked584;
     case PlantedDefect::kRopeNone:
     case PlantedDefect::kSlotPlusOne:
     case PlantedDefect::kDensePageStride:
     case PlantedDefect::kWriteAfterCache:
-    case PlantedDefect::kFlippedCodeBit:
-      return true;
+    case PlantedDefect::kFlippedCodeBit: return true;
   }
   return false;
 }
@@ -326,8 +295,7 @@ InsertCase planted_case(PlantedDefect d, RecordFormat f, std::uint64_t seed) {
             at(t, kNopeDim + 2 * j + 1) = bf16_bits(1.0f);
           }
         break;
-      default:
-        break;
+      default: break;
     }
   }
   if (d == PlantedDefect::kRopeMulSub) {
@@ -381,8 +349,7 @@ Status DefectBackend::run(const InsertCase& c, InsertOutputs& out) {
       contract.level = ValidationLevel::kContract;  // the moved slots may collide: last writer wins
       return OracleBackend(contract).run(misaddressed(defect_, c), out);
     }
-    default:
-      break;
+    default: break;
   }
   const Status s = OracleBackend().run(c, out);
   if (s.ok()) post_process(defect_, c, out.cache);

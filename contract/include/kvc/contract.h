@@ -61,16 +61,12 @@ enum class DType : std::uint8_t { kBF16 = 0, kF16 = 1, kF32 = 2, kI64 = 3, kU8 =
 constexpr int dtype_size(DType t) {
   switch (t) {
     case DType::kBF16:
-    case DType::kF16:
-      return 2;
+    case DType::kF16: return 2;
     case DType::kF32:
-    case DType::kI32:
-      return 4;
-    case DType::kI64:
-      return 8;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
     case DType::kU8:
-    case DType::kE4M3:
-      return 1;
+    case DType::kE4M3: return 1;
   }
   return 0;
 }

@@ -201,14 +201,10 @@ struct InsertCase {
 // The format a cache dtype and the kv_mxfp8 flag select; nothing for a dtype no format uses.
 inline std::optional<RecordFormat> format_of(DType cache_dtype, bool kv_mxfp8) {
   switch (cache_dtype) {
-    case DType::kU8:
-      return kv_mxfp8 ? RecordFormat::kPacked528 : RecordFormat::kPacked584;
-    case DType::kE4M3:
-      return RecordFormat::kFp8_512;
-    case DType::kBF16:
-      return RecordFormat::kBf16_512;
-    default:
-      return std::nullopt;
+    case DType::kU8: return kv_mxfp8 ? RecordFormat::kPacked528 : RecordFormat::kPacked584;
+    case DType::kE4M3: return RecordFormat::kFp8_512;
+    case DType::kBF16: return RecordFormat::kBf16_512;
+    default: return std::nullopt;
   }
 }
 inline std::optional<RecordFormat> format_of(const InsertCase& c) { return format_of(c.cache.dtype, c.kv_mxfp8); }

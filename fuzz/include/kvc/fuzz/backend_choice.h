@@ -33,7 +33,7 @@ struct BackendChoice {
   BackendKind kind = BackendKind::kOracle;
   std::string kernels;                                              // device: library path; empty: KVC_KERNELS or ours
   oracle::OracleMutation mutation = oracle::OracleMutation::kNone;  // oracle only
-  kvc::Profile profile = kvc::vllm_profile();                 // oracle only (a library declares its own)
+  kvc::Profile profile = kvc::vllm_profile();                       // oracle only (a library declares its own)
 };
 
 class BackendUnavailable : public std::runtime_error {

@@ -97,14 +97,10 @@ static_assert(abi_policy(AmaxFloor::kAfterDivide) == KVC_AMAX_FLOOR_AFTER_DIVIDE
 // The request a kvc_stacked_path number makes; nothing for a number that is no kvc_stacked_path.
 constexpr std::optional<StackedPathRequest> stacked_path_request_of(std::int32_t path) {
   switch (path) {
-    case KVC_STACKED_PATH_AUTO:
-      return StackedPathRequest::kAuto;
-    case KVC_STACKED_PATH_PER_LAYER:
-      return StackedPathRequest::kPerLayer;
-    case KVC_STACKED_PATH_STACKED:
-      return StackedPathRequest::kStacked;
-    default:
-      return std::nullopt;
+    case KVC_STACKED_PATH_AUTO: return StackedPathRequest::kAuto;
+    case KVC_STACKED_PATH_PER_LAYER: return StackedPathRequest::kPerLayer;
+    case KVC_STACKED_PATH_STACKED: return StackedPathRequest::kStacked;
+    default: return std::nullopt;
   }
 }
 
