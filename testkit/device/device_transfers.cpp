@@ -17,6 +17,15 @@ constexpr std::int64_t kMaxChunkBytes = std::int64_t{64} << 20;
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
+// A cudaMemcpy from pageable host memory to the device returns once the bytes are staged, not once
+// they have landed (CUDA runtime API, "API synchronization behavior"); cudaMemset may return
+// earlier still. The library is then called on its own non-blocking stream, which is not ordered
+// after the legacy stream: without this wait its kernels can run before the canary fill lands,
+// and the fill then overwrites what they wrote. One wait per transfer, before anything reads it.
+void await_legacy_stream(const std::string& what) {
+  check_cuda(cudaStreamSynchronize(cudaStreamLegacy), "waiting for the " + what + " to land");
+}
+
 }  // namespace
 
 DeviceTransfers::DeviceTransfers(TransferPath path, std::int64_t largest_transfer) : path_(path) {
@@ -44,6 +53,7 @@ void DeviceTransfers::upload(std::uint8_t* device, const std::uint8_t* host, std
   if (n <= 0) return;
   if (path_ == TransferPath::kLegacyStream) {
     check_cuda(cudaMemcpy(device, host, static_cast<std::size_t>(n), cudaMemcpyHostToDevice), "upload of " + what);
+    await_legacy_stream("upload of " + what);
     return;
   }
   for (std::int64_t done = 0; done < n; done += chunk_bytes_) {
@@ -59,9 +69,9 @@ void DeviceTransfers::upload(std::uint8_t* device, const std::uint8_t* host, std
 void DeviceTransfers::fill(std::uint8_t* device, std::uint8_t value, std::int64_t n, const std::string& what) {
   if (n <= 0) return;
   if (path_ == TransferPath::kLegacyStream) {
-    // cudaMemset of device memory may return before it is done; a copy of a host run may not.
     const std::vector<std::uint8_t> run(static_cast<std::size_t>(n), value);
     check_cuda(cudaMemcpy(device, run.data(), run.size(), cudaMemcpyHostToDevice), "fill of " + what);
+    await_legacy_stream("fill of " + what);
     return;
   }
   check_cuda(cudaMemsetAsync(device, value, static_cast<std::size_t>(n), as_stream(stream_)), "fill of " + what);
