@@ -8,7 +8,10 @@
 # racecheck, initcheck and synccheck, and the planted defects each tool must report). Prints a
 # summary; exit 0 only when every stage passes (a sanitizer stage whose every entry was skipped,
 # because compute-sanitizer refuses the device on this runtime, is reported SKIPPED with the
-# reason and does not fail the gate) and no GPU test was skipped for want of a device.
+# reason and does not fail the gate) and no GPU test was skipped for want of a device. The summary
+# lists, per ctest stage, the tests it skipped grouped by reason (ctest --output-junit,
+# ci/ctest_skips.py), so that a test skipped for a reason other than a missing device (an op the
+# library does not implement, a tool that refuses the device) is seen.
 #
 # It needs no network and never calls apt (GPU machines are often offline): the compilers, CMake
 # and Ninja must be installed, and the libraries either installed or staged as unpacked Debian
@@ -19,14 +22,17 @@
 #   ci/device-gate.sh [--kernels PATH.so]... [--jobs N] [--no-exhaustive] [--no-fuzz] [--skip-build]
 #                     [--tests REGEX] [--sanitizer] [--no-runner] [--runner-max-tokens N]
 #
-# After each GPU suite stage, `kvconform run` checks the same library (the registry's kernel
-# matrix, the DSpark scenario, the golden fixtures and the ABI's validation, plus the oracle's CPU
-# conformance) and writes build/device-gate/kvconform-<library>.{json,xml}; --runner-max-tokens
-# trims its registry scenarios (default: all, up to 262144 tokens), --no-runner leaves it out.
+# After each GPU suite stage, `kvconform run` checks the same library (every op of the ABI: the
+# registry's kernel matrix, the DSpark scenario, the golden fixtures, the ABI's validation, the
+# standalone and fused kv_norm, the store op and the stacked context-KV op, plus the oracle's CPU
+# conformance) and writes build/device-gate/kvconform-<library>.{json,xml}; it passes only when
+# every op the library declares supported compared bytes (docs/runner.md, exit statuses 4 and 5).
+# --runner-max-tokens trims its registry scenarios (default: all, up to 262144 tokens),
+# --no-runner leaves it out.
 #
 # --tests REGEX runs only the GPU tests whose names match (ctest -R), e.g. 'GraphReplay|Stream'.
-# Build directory: build/default (KVC_GATE_BUILD_DIR overrides); logs: build/device-gate/<stage>.log
-# (KVC_GATE_LOG_DIR overrides).
+# Build directory: build/default (KVC_GATE_BUILD_DIR overrides); logs: build/device-gate/<stage>.log,
+# ctest's JUnit files build/device-gate/ctest-<stage>.xml (KVC_GATE_LOG_DIR overrides).
 set -euo pipefail
 KVC_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$KVC_ROOT"
@@ -53,12 +59,13 @@ while [ $# -gt 0 ]; do
     --sanitizer) sanitizer=1; shift ;;
     --no-runner) runner=0; shift ;;
     --runner-max-tokens) runner_max_tokens="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "device-gate: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 unset KVC_KERNELS  # the first suite run is always our own kernels
 mkdir -p "$log_dir"
+rm -f "$log_dir"/ctest-*.xml  # the summary lists the skips of this run's stages only
 
 # Staged dependencies (apt-get download + dpkg -x into .deps/root): no network needed.
 deps="$KVC_ROOT/.deps/root"
@@ -73,11 +80,16 @@ if command -v nvidia-smi >/dev/null; then nvidia-smi -L || true; else echo "  nv
 command -v nvcc >/dev/null && nvcc --version | tail -1
 echo "  $(nproc) CPU cores; ctest jobs: $jobs"
 
-declare -a names results
+declare -a names results junits
 readonly STAGE_SKIPPED=3  # a stage function's status for "nothing could run here" (with a reason)
+# run_stage NAME LOG [--junit FILE] COMMAND...: FILE is the ctest JUnit file the stage writes, whose
+# skipped tests the summary lists.
 run_stage() {
   local name="$1" log="$2"; shift 2
+  local junit=""
+  if [ "${1:-}" = --junit ]; then junit="$2"; shift 2; fi
   names+=("$name")
+  junits+=("$junit")
   echo
   echo "=== $name (log: $log)"
   local start=$SECONDS rc
@@ -105,8 +117,9 @@ configure_and_build() {
 # ctest over label gpu, against our kernels or the library given. A GPU test that skipped because
 # no device was found fails the gate: on this machine there must be one.
 gpu_suite() {
-  local library="${1:-}"
-  local ctest_args=(--test-dir "$build_dir" -L gpu --output-on-failure -j "$jobs" --no-tests=error)
+  local library="${1:-}" junit="$2"
+  local ctest_args=(--test-dir "$build_dir" -L gpu --output-on-failure -j "$jobs" --no-tests=error
+                    --output-junit "$junit")
   # compute-sanitizer entries carry label gpu too; they run in their own stage (--sanitizer).
   ctest_args+=(-LE "$(IFS='|'; echo "${exclude_labels[*]:+${exclude_labels[*]}|}sanitizer")")
   [ -n "$tests_regex" ] && ctest_args+=(-R "$tests_regex")
@@ -137,7 +150,8 @@ runner_run() {
 # every entry was skipped for a reason other than a missing device, the stage is SKIPPED.
 sanitizer_suite() {
   local status=0
-  ctest --test-dir "$build_dir" -L sanitizer --output-on-failure -j "$jobs" --no-tests=error || status=$?
+  ctest --test-dir "$build_dir" -L sanitizer --output-on-failure -j "$jobs" --no-tests=error \
+    --output-junit "$log_dir/ctest-sanitizer.xml" || status=$?
   local last="$build_dir/Testing/Temporary/LastTest.log"
   if grep -qs "KVC_SANITIZER_SKIPPED: no usable CUDA device\|KVC_SANITIZER_SKIPPED: no CUDA device" "$last"; then
     echo "device-gate: sanitizer entries were skipped for want of a CUDA device: this gate needs one"
@@ -159,19 +173,22 @@ sanitizer_suite() {
 if [ $skip_build -eq 0 ]; then
   run_stage "configure and build (CUDA on)" "$log_dir/build.log" configure_and_build
 fi
-run_stage "GPU suite, our kernels" "$log_dir/gpu-builtin.log" gpu_suite
+run_stage "GPU suite, our kernels" "$log_dir/gpu-builtin.log" --junit "$log_dir/ctest-gpu-builtin.xml" \
+  gpu_suite "" "$log_dir/ctest-gpu-builtin.xml"
 if [ $runner -eq 1 ]; then
   run_stage "kvconform run, our kernels" "$log_dir/kvconform-builtin.log" runner_run
 fi
 for lib in "${libraries[@]}"; do
-  run_stage "GPU suite, KVC_KERNELS=$(basename "$lib")" "$log_dir/gpu-$(basename "$lib").log" gpu_suite "$lib"
+  run_stage "GPU suite, KVC_KERNELS=$(basename "$lib")" "$log_dir/gpu-$(basename "$lib").log" \
+    --junit "$log_dir/ctest-gpu-$(basename "$lib").xml" gpu_suite "$lib" "$log_dir/ctest-gpu-$(basename "$lib").xml"
   if [ $runner -eq 1 ]; then
     run_stage "kvconform run --kernels $(basename "$lib")" "$log_dir/kvconform-$(basename "$lib").log" \
       runner_run "$lib" "$(basename "$lib")"
   fi
 done
 if [ $sanitizer -eq 1 ]; then
-  run_stage "compute-sanitizer, our kernels" "$log_dir/sanitizer.log" sanitizer_suite
+  run_stage "compute-sanitizer, our kernels" "$log_dir/sanitizer.log" --junit "$log_dir/ctest-sanitizer.xml" \
+    sanitizer_suite
 fi
 
 echo
@@ -180,5 +197,13 @@ status=0
 for i in "${!names[@]}"; do
   printf '  %-48s %s\n' "${names[$i]}" "${results[$i]}"
   case "${results[$i]}" in PASS* | SKIPPED*) ;; *) status=1 ;; esac
+  # The tests the stage skipped, grouped by reason (from ctest's JUnit file).
+  if [ -n "${junits[$i]}" ] && [ -s "${junits[$i]}" ]; then
+    if command -v python3 >/dev/null; then
+      python3 "$KVC_ROOT/ci/ctest_skips.py" "${junits[$i]}" | sed 's/^/      /'
+    else
+      echo "      (python3 not found: skipped tests not listed; see ${junits[$i]})"
+    fi
+  fi
 done
 exit $status

@@ -13,12 +13,36 @@ nlohmann::json run_to_json(const RunReport& report) {
   j["device"] = report.device;
   j["profile"] = report.profile;
   j["cpu_only"] = report.cpu_only;
-  j["kernel_conformance"] = {{"ran", report.kernels_ran}, {"skipped_reason", report.kernels_skipped_reason}};
+  j["verdict"] = std::string(run_verdict_name(report.verdict()));
+  j["exit_code"] = report.exit_code();
+  j["kernel_conformance"] = {{"ran", report.kernel_conformance_ran()},
+                             {"suites_ran", report.kernel_suites_ran},
+                             {"skipped_reason", report.kernels_skipped_reason},
+                             {"kernel_bytes_compared", report.kernel_bytes_compared()}};
+  j["coverage"] = nlohmann::json::array();
+  if (!report.declarations.empty()) {
+    for (const OpCoverage& c : report.coverage()) {
+      j["coverage"].push_back({{"op", std::string(abi_op_name(c.op))},
+                               {"entry_point", std::string(abi_op_symbol(c.op))},
+                               {"exported", c.declaration.exported == Export::kExported},
+                               {"declared_supported", c.declaration.supported},
+                               {"profiles", c.declaration.profiles},
+                               {"approximate_rsqrt", c.declaration.approximate_rsqrt},
+                               {"selected", c.selected},
+                               {"checks", c.checks},
+                               {"passed", c.passed},
+                               {"failed", c.failed},
+                               {"skipped", c.skipped},
+                               {"bytes_compared", c.bytes_compared},
+                               {"status", std::string(op_status_name(c.status))}});
+    }
+  }
+  if (const ApproxRsqrtTally t = report.approx_rsqrt(); !t.empty())
+    j["approx_rsqrt"] = {{"rows_checked", t.rows_checked}, {"rows_moved", t.rows_moved}, {"max_ulps", t.max_ulps}};
   j["counts"] = {{"passed", report.count(Verdict::kPassed)},
                  {"failed", report.count(Verdict::kFailed)},
                  {"skipped", report.count(Verdict::kSkipped)}};
   j["seconds"] = report.seconds;
-  j["exit_code"] = report.exit_code();
   j["summary"] = nlohmann::json::array();
   for (const auto& [key, g] : report.groups()) {
     const auto& [side, suite, op, format] = key;
@@ -36,6 +60,11 @@ nlohmann::json run_to_json(const RunReport& report) {
                           {"op", c.op},           {"format", c.format},
                           {"name", c.name},       {"verdict", std::string(verdict_name(c.verdict))},
                           {"seconds", c.seconds}, {"message", c.message}};
+    if (c.side == kKernelSide) {
+      row["bytes_compared"] = c.bytes_compared();
+      row["bytes_by_op"] = nlohmann::json::object();
+      for (const auto& [op, bytes] : c.bytes_by_op) row["bytes_by_op"][std::string(abi_op_name(op))] = bytes;
+    }
     if (!c.classes.empty()) row["mismatch_classes"] = c.classes.to_json();
     j["checks"].push_back(row);
   }

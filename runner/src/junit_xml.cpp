@@ -54,6 +54,38 @@ std::string first_line(const std::string& text) {
   return end == std::string::npos ? text : text.substr(0, end);
 }
 
+void property(std::ostringstream& s, const std::string& name, const std::string& value) {
+  s << "    <property name=\"" << xml_escape(name, true) << "\" value=\"" << xml_escape(value, true) << "\"/>\n";
+}
+
+// The run's facts, said once for the whole file.
+void properties(std::ostringstream& s, const RunReport& report) {
+  s << "  <properties>\n";
+  property(s, "library", report.library.empty() ? "(none loaded)" : report.library);
+  property(s, "device", report.device);
+  property(s, "profile", report.profile);
+  property(s, "verdict", std::string(run_verdict_name(report.verdict())));
+  property(s, "exit_code", std::to_string(report.exit_code()));
+  property(s, "kernel_bytes_compared", std::to_string(report.kernel_bytes_compared()));
+  if (!report.declarations.empty()) {
+    for (const OpCoverage& c : report.coverage()) {
+      const std::string p = "coverage." + std::string(abi_op_name(c.op)) + ".";
+      std::string supported;
+      for (const std::string& x : c.declaration.supported) supported += (supported.empty() ? "" : " ") + x;
+      property(s, p + "status", std::string(op_status_name(c.status)));
+      property(s, p + "exported", c.declaration.exported == Export::kExported ? "yes" : "no");
+      property(s, p + "declared_supported", supported.empty() ? "nothing" : supported);
+      property(s, p + "checks", std::to_string(c.checks));
+      property(s, p + "passed", std::to_string(c.passed));
+      property(s, p + "failed", std::to_string(c.failed));
+      property(s, p + "skipped", std::to_string(c.skipped));
+      property(s, p + "bytes_compared", std::to_string(c.bytes_compared));
+    }
+  }
+  if (const ApproxRsqrtTally t = report.approx_rsqrt(); !t.empty()) property(s, "approx_rsqrt", t.line());
+  s << "  </properties>\n";
+}
+
 }  // namespace
 
 std::string xml_escape(std::string_view text, bool attribute) {
@@ -100,6 +132,7 @@ std::string junit_xml(const RunReport& report) {
   s << "<testsuites name=\"kvconform\" tests=\"" << report.checks.size() << "\" failures=\""
     << report.count(Verdict::kFailed) << "\" errors=\"0\" skipped=\"" << report.count(Verdict::kSkipped) << "\" time=\""
     << seconds(report.seconds) << "\">\n";
+  properties(s, report);
   for (const auto& [key, g] : report.groups()) {
     const auto& [side, suite, op, format] = key;
     const std::string group = side + "." + suite + "." + op + "." + format;

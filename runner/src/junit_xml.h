@@ -1,12 +1,18 @@
 // junit_xml.h: a run's checks as JUnit XML, the report format CI systems read.
 //
 //   <testsuites name="kvconform" tests= failures= errors="0" skipped= time=>
+//     <properties>  the run, said once: library, device, profile, verdict, exit_code,
+//                   kernel_bytes_compared, and per ABI op coverage.<op>.{status, exported,
+//                   declared_supported, checks, passed, failed, skipped, bytes_compared}
+//                   (the coverage when a library was loaded), approx_rsqrt when it applied
+//     </properties>
 //     <testsuite name="kernel.matrix.kv_only.packed584" tests= failures= errors="0" skipped= time=>
 //       <testcase classname="kernel.matrix.kv_only.packed584" name="Packed584_Tokens17_Bs16_Padded" time=>
 //         <failure message="first line of the report" type="mismatch">the whole report</failure>
 //         or <skipped message="the reason"/>
 //
-// One testsuite per summary group (where, suite, op, format). Every text goes through
+// One testsuite per summary group (where, suite, op, format); the library is named in the
+// properties only (check messages call it "the library"). Every text goes through
 // xml_escape(), since reports carry arbitrary bytes' descriptions, paths and library messages.
 #pragma once
 

@@ -1,4 +1,5 @@
-// kernel_suites.cpp: kernel conformance through the device backend (see kernel_suites.h).
+// kernel_suites.cpp: kernel conformance through the device backend (see kernel_suites.h): the
+// session, and the suites of the two inserts (matrix, dspark, golden, invalid).
 #include "kernel_suites.h"
 
 #include <cuda_runtime_api.h>
@@ -7,97 +8,37 @@
 #include <filesystem>
 #include <sstream>
 
-#include "testkit/backends/oracle_backend.h"
-#include "testkit/cases/registry.h"
+#include "abi_op.h"
+#include "fixture_verdict.h"
+#include "kernel_suite_support.h"
+#include "kv_norm_suites.h"
 #include "kvc/golden/fixture.h"
-#include "kvc/golden/fixture_check.h"
 #include "kvc/resolved_case.h"
+#include "kvc/validate.h"
+#include "library_declarations.h"
+#include "library_mentions.h"
+#include "recording_backend.h"
+#include "stacked_suite.h"
+#include "stopwatch.h"
+#include "store_suite.h"
 #include "testkit/backends/backing.h"
-#include "testkit/compare/backing_diff.h"
+#include "testkit/cases/registry.h"
+#include "testkit/cases/rule_breakers.h"
+#include "testkit/cases/small_cases.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
-#include "testkit/compare/mismatch_classes.h"
-#include "testkit/compare/policy_report.h"
-#include "testkit/cases/rule_breakers.h"
-#include "testkit/cases/small_cases.h"
-#include "kvc/validate.h"
-#include "fixture_verdict.h"
-#include "recording_backend.h"
-#include "stopwatch.h"
 
 namespace kvc::runner {
 namespace {
 
-CheckResult check(const char* suite, std::string op, std::string format, std::string name) {
-  return make_check(kKernelSide, suite, std::move(op), std::move(format), std::move(name));
-}
-
-std::string format_key(RecordFormat f) { return std::string(layout_of(f).name); }
-
-// Device memory damage is never a status: it fails the check and is classified as damage to a
-// region no op may touch.
-void record_damage(CheckResult& r, const std::string& what) {
-  fail(r, "DEVICE MEMORY DAMAGED: " + what);
-  testkit::ClassifiedSite site;
-  site.cls = testkit::MismatchClass::kUntouchedRegion;
-  site.where = "device guard zones or input buffers";
-  site.detail = what.substr(0, what.find('\n'));
-  site.bytes = 0;
-  r.classes.add(site);
-}
-
-// One case against the oracle under the declared profile, through the profile checker; the
-// bytes of a failure are classified.
-void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const InsertCase& c,
-                  bool repeat, CheckResult& r) {
-  RecordingBackend recorder(device, profile);
-  try {
-    const testkit::BackendCheck result = testkit::check_backend_insert(recorder, c);
-    if (!result.passed) {
-      fail(r, result.text);
-      if (result.oracle_status.ok() && result.backend_status.ok()) {
-        const kvc::Profile declared = recorder.declared_profile(c);
-        const InsertOutputs initial = testkit::make_outputs(c);
-        InsertOutputs expected = initial;
-        oracle::OracleOptions o;
-        o.profile = declared;
-        (void)testkit::OracleBackend(o).run(c, expected);
-        r.classes = testkit::classify_insert_mismatches(c, declared, initial.cache, expected.cache,
-                                                        recorder.last().cache, &result.report);
-        if (expected.q_out != recorder.last().q_out && declared.rsqrt == RsqrtMode::kCorrectlyRounded)
-          r.message += "  (q_out differences are not classified: the classes cover the cache)\n";
-      }
-      return;
-    }
-    if (!repeat || !result.backend_status.ok()) return;
-    const InsertOutputs first = recorder.last();
-    InsertOutputs second = testkit::make_outputs(c);
-    (void)device.run(c, second);
-    if (first.cache != second.cache || first.q_out != second.q_out) {
-      std::string text = "a second run wrote different bytes (the result depends on timing or the grid)\n";
-      if (first.cache != second.cache) {
-        testkit::ReportContext ctx;
-        ctx.expected_name = "first run";
-        ctx.actual_name = "second run";
-        text += testkit::format_case_report(c, testkit::diff_case_backings(c, first.cache, second.cache), first.cache,
-                                            second.cache, ctx);
-      } else {
-        text += "  q_out differs between the runs\n";
-      }
-      fail(r, text);
-    }
-  } catch (const testkit::BufferDamageError& e) {
-    record_damage(r, e.what());
-  } catch (const testkit::KernelCallError& e) {
-    fail(r, std::string("kernel call failed: ") + e.what());
-  }
-}
+// The abi op of an insert: kKvOnly or kLegacy (the matrix and DSpark cases carry no kv_norm weight).
+AbiOp abi_op(InsertOp op) { return op == InsertOp::kLegacy ? AbiOp::kLegacy : AbiOp::kKvOnly; }
 
 void matrix_suite(const RunOptions& options, testkit::DeviceBackend& device, const RunSink& sink) {
   std::vector<std::pair<InsertOp, cases::ConformanceSpec>> cells;
   for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy}) {
-    if (!options.selects(op)) continue;
+    if (!options.selects(abi_op(op))) continue;
     for (const cases::ConformanceSpec& spec : cases::kernel_matrix(op))
       if (options.selects(spec.format) && options.within_tokens(spec.tokens)) cells.push_back({op, spec});
   }
@@ -105,11 +46,11 @@ void matrix_suite(const RunOptions& options, testkit::DeviceBackend& device, con
                    cells.size());
   for (const auto& [op, spec] : cells) {
     const Stopwatch clock;
-    CheckResult r = check(kSuiteMatrix, op_key(op), format_key(spec.format), spec.name());
+    CheckResult r = kernel_check(kSuiteMatrix, op_key(op), format_key(spec.format), spec.name());
     const InsertCase c = cases::build_case(op, spec, 0);
     if (const testkit::Support s = device.supports(c); !s.supported) {
-      r.verdict = Verdict::kSkipped;
-      r.message = s.reason;
+      r.add_bytes(abi_op_of(c), 0);
+      skip(r, s.reason);
     } else {
       check_insert(device, options.profile, c, true, r);
     }
@@ -120,23 +61,28 @@ void matrix_suite(const RunOptions& options, testkit::DeviceBackend& device, con
 
 void dspark_suite(const RunOptions& options, testkit::DeviceBackend& device, const RunSink& sink) {
   std::vector<cases::ConformanceSpec> specs;
-  if (options.selects(InsertOp::kKvOnly) && options.selects(InsertOp::kLegacy))
+  if (options.selects(AbiOp::kKvOnly) && options.selects(AbiOp::kLegacy))
     for (const cases::ConformanceSpec& spec : cases::conformance_matrix())
       if (options.selects(spec.format) && options.within_tokens(spec.tokens)) specs.push_back(spec);
   sink.begin_suite("kernel dspark: legacy (dummy query) and KV-only against the oracle, three rounds", specs.size());
   for (const cases::ConformanceSpec& spec : specs) {
     const Stopwatch clock;
-    CheckResult r = check(kSuiteDspark, kBothOps, format_key(spec.format), "UpstreamDspark_" + spec.name());
+    CheckResult r = kernel_check(kSuiteDspark, kBothOps, format_key(spec.format), "UpstreamDspark_" + spec.name());
+    r.add_bytes(AbiOp::kKvOnly, 0);
+    r.add_bytes(AbiOp::kLegacy, 0);
     for (int round = 0; round < cases::kUpstreamRounds && r.verdict != Verdict::kFailed; ++round) {
       for (const InsertCase& c : {cases::build_kv_only(spec, round), cases::build_legacy(spec, round)}) {
         if (const testkit::Support s = device.supports(c); !s.supported) {
-          r.verdict = Verdict::kSkipped;
-          r.message = s.reason;
+          skip(r, s.reason);
           break;
         }
         CheckResult one = r;
         one.message.clear();
+        one.bytes_by_op.clear();
+        one.rsqrt = {};
         check_insert(device, options.profile, c, false, one);
+        for (const auto& [op, bytes] : one.bytes_by_op) r.add_bytes(op, bytes);
+        r.rsqrt.merge(one.rsqrt);
         if (one.verdict == Verdict::kFailed) {
           fail(r, "round " + std::to_string(round) + ", " + op_key(c.op) + ":\n" + one.message);
           r.classes.merge(one.classes);
@@ -157,17 +103,17 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
       try {
         golden::Fixture f = golden::load_fixture(path);
         const std::optional<ResolvedInsertCase> resolved = resolve(f.c);
-        if (options.selects(f.c.op) && resolved && options.selects(resolved->format) &&
+        if (options.selects(abi_op_of(f.c)) && resolved && options.selects(resolved->format) &&
             options.within_tokens(f.c.num_inserted()))
           fixtures.push_back(std::move(f));
       } catch (const golden::CorruptFixtureError& e) {
-        CheckResult r = check(kSuiteGolden, "-", "-", std::filesystem::path(path).stem().string());
+        CheckResult r = kernel_check(kSuiteGolden, "-", "-", std::filesystem::path(path).stem().string());
         fail(r, std::string("corrupt fixture: ") + e.what());
         problems.push_back(r);
       }
     }
   } catch (const std::exception& e) {
-    CheckResult r = check(kSuiteGolden, "-", "-", "fixtures");
+    CheckResult r = kernel_check(kSuiteGolden, "-", "-", "fixtures");
     fail(r, std::string("cannot list the fixtures: ") + e.what());
     problems.push_back(r);
   }
@@ -175,10 +121,15 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
   for (CheckResult& r : problems) sink.record(r);
   for (const golden::Fixture& f : fixtures) {
     const Stopwatch clock;
-    CheckResult r = check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
+    CheckResult r = kernel_check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
     RecordingBackend recorder(device, options.profile);
+    const AbiOp op = abi_op_of(f.c);
+    r.add_bytes(op, 0);
     try {
       judge_fixture(f, recorder, r);
+      // A fixture the library ran is compared whole, backing and q_out; a rejection or a skip compares nothing.
+      if (r.verdict != Verdict::kSkipped && device.last_checks().abi_called && recorder.last_status().ok())
+        r.add_bytes(op, static_cast<std::int64_t>(recorder.last().cache.size() + recorder.last().q_out.size()));
     } catch (const testkit::BufferDamageError& e) {
       record_damage(r, e.what());
     } catch (const testkit::KernelCallError& e) {
@@ -201,7 +152,7 @@ void invalid_suite(const RunOptions& options, const testkit::KernelLibrary& libr
   sink.begin_suite("kernel invalid: every validation rule broken alone, through the ABI", cells.size());
   for (const testkit::RuleMatrixEntry& e : cells) {
     const Stopwatch clock;
-    CheckResult r = check(kSuiteInvalid, op_key(e.op), format_key(e.format), testkit::rule_matrix_name(e));
+    CheckResult r = kernel_check(kSuiteInvalid, op_key(e.op), format_key(e.format), testkit::rule_matrix_name(e));
     InsertCase c = testkit::small_valid_case(e.op, e.format);
     InsertOutputs out = testkit::make_outputs(c);
     testkit::DeviceBackendOptions direct;
@@ -211,13 +162,14 @@ void invalid_suite(const RunOptions& options, const testkit::KernelLibrary& libr
     const int code = static_cast<int>(e.breaker->code);
     const bool harness = code >= 300 && code < 400;
     if (const testkit::Support s = device.supports(c); !s.supported) {
-      r.verdict = Verdict::kSkipped;
-      r.message = s.reason;
+      r.add_bytes(abi_op_of(c), 0);
+      skip(r, s.reason);
     } else if (!e.breaker->apply(c, out)) {
-      r.verdict = Verdict::kSkipped;
-      r.message = "the base case offers this breaker nothing to break";
+      r.add_bytes(abi_op_of(c), 0);
+      skip(r, "the base case offers this breaker nothing to break");
     } else if (harness || !testkit::abi_inexpressible(c).empty()) {
-      // Rejected by the harness before any upload.
+      // Rejected by the harness before any upload: the library is not called, no byte of it is compared.
+      r.add_bytes(abi_op_of(c), 0);
       testkit::DeviceBackend guarded(library);
       const InsertOutputs before = out;
       const Status status = guarded.run(c, out);
@@ -226,10 +178,10 @@ void invalid_suite(const RunOptions& options, const testkit::KernelLibrary& libr
       if (guarded.last_checks().abi_called) fail(r, "a case the harness rejects reached the library");
       if (out.cache != before.cache || out.q_out != before.q_out) fail(r, "a rejected case wrote into its outputs");
     } else if (validate_insert(c, ValidationLevel::kStrict, ValueAccess::kMetadataOnly).code != e.breaker->code) {
-      r.verdict = Verdict::kSkipped;
-      r.message =
-          "value rule (invisible to a metadata-only wrapper): gpu_invalid_input_test checks that the device "
-          "writes nothing outside the addressed records";
+      r.add_bytes(abi_op_of(c), 0);
+      skip(r,
+           "value rule (invisible to a metadata-only wrapper): gpu_invalid_input_test checks that the device "
+           "writes nothing outside the addressed records");
     } else {
       const InsertOutputs before = out;
       std::string thrown;
@@ -238,6 +190,9 @@ void invalid_suite(const RunOptions& options, const testkit::KernelLibrary& libr
       } catch (const testkit::KernelCallError& error) {
         thrown = error.what();
       }
+      // The library was called: its whole backing and q_out are compared for "nothing written".
+      r.add_bytes(abi_op_of(c),
+                  device.last_checks().abi_called ? static_cast<std::int64_t>(out.cache.size() + out.q_out.size()) : 0);
       const int expected = required_tensor_missing(c) ? KVC_STATUS_BAD_ARGUMENT : code;
       if (device.last_checks().abi_status != expected)
         fail(r, "metadata rule: the ABI must return " + std::to_string(expected) + ", got " +
@@ -285,12 +240,24 @@ KernelSession::~KernelSession() = default;
 
 std::string KernelSession::library() const { return impl_->library.describe(); }
 
-void KernelSession::run(const RunOptions& options, const RunSink& sink) {
-  testkit::DeviceBackend device(impl_->library);
+std::vector<OpDeclaration> KernelSession::declarations() const { return library_declarations(impl_->library); }
+
+void KernelSession::run(const RunOptions& options, const RunSink& outer) {
+  const testkit::KernelLibrary& library = impl_->library;
+  const LibraryMentions mentions{"device:" + library.describe(), library.describe(), library.name()};
+  RunSink sink{outer.begin_suite, [&](CheckResult r) {
+                 r.message = library_named_once(std::move(r.message), mentions);
+                 outer.record(std::move(r));
+               }};
+  testkit::DeviceBackend device(library);
   if (options.selects_suite(kSuiteMatrix)) matrix_suite(options, device, sink);
   if (options.selects_suite(kSuiteDspark)) dspark_suite(options, device, sink);
   if (options.selects_suite(kSuiteGolden)) golden_suite(options, device, sink);
-  if (options.selects_suite(kSuiteInvalid)) invalid_suite(options, impl_->library, sink);
+  if (options.selects_suite(kSuiteInvalid)) invalid_suite(options, library, sink);
+  if (options.selects_suite(kSuiteKvNorm)) kv_norm_suite(options, device, sink);
+  if (options.selects_suite(kSuiteFusedKvNorm)) fused_kv_norm_suite(options, device, sink);
+  if (options.selects_suite(kSuiteStore)) store_suite(options, device, sink);
+  if (options.selects_suite(kSuiteStacked)) stacked_suite(options, library, sink);
 }
 
 }  // namespace kvc::runner

@@ -1,20 +1,27 @@
 // kernel_suites.h: kernel conformance: a kernel library on the GPU, through the device backend.
 //
-//   matrix   cases::kernel_matrix(op): every format x token count x block size x page kind
-//            (--max-tokens trims it). Each case runs through the library and the oracle under
-//            the profile the library declares (or --profile): status, whole backing (profile
-//            checker, policy_report.h), q_out exactly or row by row under a declared
-//            approximate rsqrt; guard zones and inputs intact (the device backend throws on
-//            damage); a second run must write the same bytes. A failure carries its mismatch
-//            classes.
-//   dspark   the upstream DSpark scenario (cases::conformance_matrix()), three rounds: the
-//            legacy op with its dummy query and the KV-only op each equal the oracle.
-//   golden   the frozen fixtures through the library.
-//   invalid  every validation rule broken alone, sent to the ABI: metadata rules must come back
-//            with their code and nothing written; harness rules are rejected before the
-//            library is called. Value rules (slot or position ranges, duplicates, scale values)
-//            are reported skipped here: gpu_invalid_input_test checks what a library does with them.
-// An (op, format, kv dtype) the library does not implement is skipped with its reason.
+//   matrix         cases::kernel_matrix(op) of kv_only and legacy: every format x token count x
+//                  block size x page kind (--max-tokens trims it). Each case runs through the
+//                  library and the oracle under the profile the library declares (or --profile):
+//                  status, whole backing (profile checker, policy_report.h), q_out exactly or row
+//                  by row under a declared approximate rsqrt; guard zones and inputs intact (the
+//                  device backend throws on damage); a second run must write the same bytes. A
+//                  failure carries its mismatch classes.
+//   dspark         the upstream DSpark scenario (cases::conformance_matrix()), three rounds: the
+//                  legacy op with its dummy query and the KV-only op each equal the oracle.
+//   golden         the frozen fixtures through the library (the kv_norm ones through the fused op).
+//   invalid        every validation rule broken alone, sent to the ABI: metadata rules must come
+//                  back with their code and nothing written; harness rules are rejected before the
+//                  library is called. Value rules (slot or position ranges, duplicates, scale
+//                  values) are reported skipped here: gpu_invalid_input_test checks what a library
+//                  does with them.
+//   kv_norm        the standalone kv_norm (kv_norm_suites.h).
+//   fused_kv_norm  the KV-only matrix with a kv_norm weight (kv_norm_suites.h).
+//   store          the store op on the KV-only matrix's packed scenarios (store_suite.h).
+//   stacked        the stacked context-KV registry (stacked_suite.h).
+// An (op, format, kv dtype) the library does not implement, or an optional entry point it does
+// not export, is skipped with its reason. Every check records the kernel bytes it compared, per
+// ABI op (run_report.h), and messages call the library "the library": the report names it once.
 //
 // Built with the device backend (CUDA builds, kvc::testkit_device); in a CPU build the session
 // cannot be made and device_backend_unavailable() says why.
@@ -22,7 +29,9 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "op_coverage.h"
 #include "run_options.h"
 
 namespace kvc::runner {
@@ -45,6 +54,8 @@ class KernelSession {
 
   // "kvconform-kernels 0.1.0 (builtin, ABI 1.1)"
   std::string library() const;
+  // What the library exports and declares, per ABI op (no GPU needed).
+  std::vector<OpDeclaration> declarations() const;
   // Needs a CUDA device.
   void run(const RunOptions& options, const RunSink& sink);
 

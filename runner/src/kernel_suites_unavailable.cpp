@@ -28,6 +28,8 @@ KernelSession::~KernelSession() = default;
 
 std::string KernelSession::library() const { return ""; }
 
+std::vector<OpDeclaration> KernelSession::declarations() const { return {}; }
+
 void KernelSession::run(const RunOptions& options, const RunSink& sink) {
   (void)options;
   (void)sink;

@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
   app.footer(
       "kvconform run exit status: 0 every check passed (and kernel conformance ran, or --cpu-only); 1 a check "
       "failed; 2 usage, a kernel library that does not load, an unwritable report; 3 no failure, but kernel "
-      "conformance was SKIPPED (no GPU or no device backend) and --cpu-only was not given.");
+      "conformance was SKIPPED (no GPU or no device backend) and --cpu-only was not given; 4 NOTHING CHECKED: the "
+      "kernel suites compared no byte the library wrote; 5 INCOMPLETE: an op the library exports and declares "
+      "supported compared no byte.");
   kvc::runner::RunCommand run(app);
   kvc::runner::DecodeCommand decode(app);
   const std::string program = std::string(argv[0]);

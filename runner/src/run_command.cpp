@@ -25,6 +25,13 @@ constexpr double kProgressIntervalSeconds = 5.0;
 // Checks at least this long get a line of their own.
 constexpr double kSlowCheckSeconds = 1.0;
 
+// "golden, invalid, ...": every --suites value, for usage errors.
+std::string suite_names() {
+  std::string s;
+  for (const char* suite : kAllSuites) s += (s.empty() ? "" : ", ") + std::string(suite);
+  return s;
+}
+
 void write_text_file(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot write " + path);
@@ -115,13 +122,10 @@ struct RunCommand::State {
 
 RunOptions RunCommand::State::options() const {
   RunOptions o;
-  for (const std::string& op : ops) {
-    if (op == "kv_only")
-      o.ops.push_back(InsertOp::kKvOnly);
-    else if (op == "legacy")
-      o.ops.push_back(InsertOp::kLegacy);
-    else
-      throw std::invalid_argument("--ops: unknown op '" + op + "' (kv_only, legacy)");
+  for (const std::string& name : ops) {
+    const std::optional<AbiOp> op = abi_op_from_name(name);
+    if (!op) throw std::invalid_argument("--ops: unknown op '" + name + "' (" + abi_op_names() + ")");
+    o.ops.push_back(*op);
   }
   for (const std::string& name : formats) {
     bool found = false;
@@ -136,9 +140,7 @@ RunOptions RunCommand::State::options() const {
   for (const std::string& s : suites) {
     bool found = false;
     for (const char* known : kAllSuites) found = found || s == known;
-    if (!found)
-      throw std::invalid_argument("--suites: unknown suite '" + s +
-                                  "' (matrix, dspark, golden, invalid, registry, checker)");
+    if (!found) throw std::invalid_argument("--suites: unknown suite '" + s + "' (" + suite_names() + ")");
     o.suites.push_back(s);
   }
   o.max_tokens = max_tokens;
@@ -164,12 +166,12 @@ RunCommand::RunCommand(CLI::App& parent) : state_(std::make_unique<State>()) {
   s.cmd = run;
   run->add_option("--kernels", s.kernels,
                   "kernel library (shared object implementing kvc/kernel_abi.h); default: $KVC_KERNELS, else ours");
-  run->add_option("--ops", s.ops, "ops to check: kv_only, legacy (default both)")->delimiter(',');
+  run->add_option("--ops", s.ops, "ABI ops to check: " + abi_op_names() + " (default all)")->delimiter(',');
   run->add_option("--formats", s.formats, "record formats: packed584, packed528, fp8_512, bf16_512 (default all)")
       ->delimiter(',');
   run->add_option("--suites", s.suites,
-                  "suites: matrix, dspark, golden, invalid (kernel and oracle), registry, checker (oracle) "
-                  "(default all)")
+                  "suites: matrix, dspark, golden, invalid (kernel and oracle), kv_norm, fused_kv_norm, store, "
+                  "stacked (kernel), registry, checker (oracle) (default all)")
       ->delimiter(',');
   run->add_option("--max-tokens", s.max_tokens,
                   "largest token count of a registry scenario to run (default: all on the GPU; the oracle's own "
@@ -205,6 +207,9 @@ int RunCommand::execute() {
   RunReport report;
   report.cpu_only = options.cpu_only;
   report.profile = options.profile ? kvc::profile_name(*options.profile) : "declared by the library";
+  report.selected_ops.clear();
+  for (AbiOp op : kAllAbiOps)
+    if (options.checks_op(op)) report.selected_ops.push_back(op);
   std::unique_ptr<KernelSession> session;
   if (options.cpu_only) {
     report.kernels_skipped_reason = "--cpu-only was given";
@@ -218,6 +223,7 @@ int RunCommand::execute() {
       return kRunUsage;
     }
     report.library = session->library();
+    report.declarations = session->declarations();
     if (const std::string no_device = cuda_device_unavailable_reason(); !no_device.empty()) {
       report.kernels_skipped_reason = no_device;
       session.reset();
@@ -240,7 +246,7 @@ int RunCommand::execute() {
     run_oracle_conformance(options, progress.sink());
     if (session) {
       session->run(options, progress.sink());
-      report.kernels_ran = true;
+      report.kernel_suites_ran = true;
     }
   } catch (const std::exception& e) {
     progress.end_suite();

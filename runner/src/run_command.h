@@ -1,17 +1,20 @@
 // run_command.h: `kvconform run`, the conformance run of a kernel library.
 //
-//   kvconform run [--kernels lib.so] [--ops kv_only,legacy] [--formats packed584,...]
-//                 [--suites matrix,dspark,golden,invalid,registry,checker] [--max-tokens N]
-//                 [--profile SPEC] [--json FILE] [--junit FILE] [--cpu-only] [--fixtures DIR]
-//                 [--oracle-mutation NAME]
+//   kvconform run [--kernels lib.so] [--ops kv_only,kv_only+kv_norm,legacy,kv_norm,store_rotated,stacked_ctx_kv]
+//                 [--formats packed584,...] [--max-tokens N] [--profile SPEC] [--json FILE] [--junit FILE]
+//                 [--suites matrix,dspark,golden,invalid,kv_norm,fused_kv_norm,store,stacked,registry,checker]
+//                 [--cpu-only] [--fixtures DIR] [--oracle-mutation NAME]
 //
 // The CPU conformance of the oracle always runs (oracle_suites.h); kernel conformance
 // (kernel_suites.h) runs when the build has the device backend and a CUDA device is usable,
 // against --kernels, else KVC_KERNELS, else our kernels. Progress is printed as checks finish
 // (every failure, every check of a second or more, and at least every few seconds), then the
-// summary table per op x format. Exit status: 0 every check passed and kernel conformance ran (or
+// summary table per op x format and the coverage per ABI op. Exit status (run_report.h): 0 every
+// check passed and kernel bytes of every op the library declares supported were compared (or
 // --cpu-only); 1 a check failed; 2 usage, a library that does not load, an unwritable report; 3
-// no failure, but kernel conformance was skipped and --cpu-only was not given.
+// no failure, but kernel conformance was skipped and --cpu-only was not given; 4 NOTHING CHECKED:
+// the kernel suites ran but compared no byte the library wrote; 5 INCOMPLETE: an op the library
+// exports and declares supported compared no byte.
 #pragma once
 
 #include <memory>

@@ -12,6 +12,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/oracle/options.h"
 #include "kvc/profile.h"
+#include "abi_op.h"
 #include "run_report.h"
 
 namespace kvc::runner {
@@ -21,17 +22,22 @@ namespace kvc::runner {
 // several threads from 512 rows on), and on a CPU machine they take minutes.
 inline constexpr std::int64_t kOracleRegistryMaxTokens = 16384;
 
-inline constexpr const char* kSuiteGolden = "golden";      // frozen fixtures
-inline constexpr const char* kSuiteInvalid = "invalid";    // every validation rule broken alone
-inline constexpr const char* kSuiteRegistry = "registry";  // the oracle on the registry's scenarios
-inline constexpr const char* kSuiteChecker = "checker";    // the classifier on planted defects
-inline constexpr const char* kSuiteMatrix = "matrix";      // the kernel matrix against the oracle
-inline constexpr const char* kSuiteDspark = "dspark";      // the upstream DSpark scenario
-inline constexpr std::array<const char*, 6> kAllSuites = {kSuiteGolden,  kSuiteInvalid, kSuiteRegistry,
-                                                          kSuiteChecker, kSuiteMatrix,  kSuiteDspark};
+inline constexpr const char* kSuiteGolden = "golden";              // frozen fixtures
+inline constexpr const char* kSuiteInvalid = "invalid";            // every validation rule broken alone
+inline constexpr const char* kSuiteRegistry = "registry";          // the oracle on the registry's scenarios
+inline constexpr const char* kSuiteChecker = "checker";            // the classifier on planted defects
+inline constexpr const char* kSuiteMatrix = "matrix";              // the kernel matrix against the oracle
+inline constexpr const char* kSuiteDspark = "dspark";              // the upstream DSpark scenario
+inline constexpr const char* kSuiteKvNorm = "kv_norm";             // the standalone kv_norm against the oracle
+inline constexpr const char* kSuiteFusedKvNorm = "fused_kv_norm";  // the KV-only matrix with a kv_norm weight
+inline constexpr const char* kSuiteStore = "store";                // the store op on the KV-only matrix's rows
+inline constexpr const char* kSuiteStacked = "stacked";            // the stacked context-KV registry
+inline constexpr std::array<const char*, 10> kAllSuites = {
+    kSuiteGolden, kSuiteInvalid, kSuiteRegistry,    kSuiteChecker, kSuiteMatrix,
+    kSuiteDspark, kSuiteKvNorm,  kSuiteFusedKvNorm, kSuiteStore,   kSuiteStacked};
 
 struct RunOptions {
-  std::vector<InsertOp> ops;            // empty: both
+  std::vector<AbiOp> ops;               // empty: all
   std::vector<RecordFormat> formats;    // empty: all
   std::vector<std::string> suites;      // empty: all
   std::int64_t max_tokens = 0;          // 0: no limit (the oracle's registry checks: kOracleRegistryMaxTokens)
@@ -43,13 +49,19 @@ struct RunOptions {
   // CPU checks can fail (and how the classifier names the defect).
   oracle::OracleMutation oracle_mutation = oracle::OracleMutation::kNone;
 
+  bool selects(AbiOp op) const;
+  // The insert entry point's cases of the oracle suites: kv_only is selected by kv_only or
+  // kv_only+kv_norm (the fused op's cases are KV-only cases with a weight).
   bool selects(InsertOp op) const;
   bool selects(RecordFormat f) const;
   bool selects_suite(const std::string& suite) const;
   bool within_tokens(std::int64_t tokens) const { return max_tokens <= 0 || tokens <= max_tokens; }
+  // The kernel suites are asked to check `op`: --ops selects it and a selected suite calls it.
+  bool checks_op(AbiOp op) const;
 };
 
-// "kv_only" / "legacy"; the DSpark scenario runs both ops: "kv_only+legacy".
+// "kv_only" / "legacy" (the op column of the oracle suites and of the kernel suites of the two
+// inserts); the DSpark scenario runs both ops: "kv_only+legacy".
 std::string op_key(InsertOp op);
 inline constexpr const char* kBothOps = "kv_only+legacy";
 

@@ -5,12 +5,15 @@
 // kernel was checked (and without saying so); JSON or JUnit files that do not parse or miss
 // checks; a broken oracle that the CPU conformance lets through, or whose defect the classes do
 // not name; decode printing nothing useful; the fuzz and bench commands lost in the move (in the
-// runner or in the old executables); --profile not reaching the fuzz campaign.
+// runner or in the old executables); --profile not reaching the fuzz campaign; a kernel library
+// checked without a device reported as anything but skipped (exit 3), or its exports and
+// declarations missing from the report; --ops refusing an op of the ABI.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -111,6 +114,58 @@ TEST(RunnerCli, ABrokenOracleFailsTheGoldenSuiteWithItsDefectNamed) {
   const int junit = check_junit(xml, "--expect-failures any");
   if (junit == -2) GTEST_SKIP() << "python3 not found at configure time: the JUnit file was not parsed";
   EXPECT_EQ(junit, 0);
+}
+
+// A library that implements only the store op, checked on a machine without a device (GPUs
+// hidden): kernel conformance is skipped (exit 3, never PASSED, "ran" false, no kernel byte), and
+// in a build with the device backend the report still lists what the library exports and
+// declares, per ABI op, with the library named once.
+TEST(RunnerCli, AStoreOnlyLibraryWithoutADeviceIsSkippedAndItsDeclarationsListed) {
+  const std::string json = temp("store-only.json"), xml = temp("store-only.xml");
+  const Command r = kvconform(std::string("run --kernels '") + KVC_FAKE_STORE_ONLY +
+                                  "' --max-tokens 1 --suites checker,store --formats packed584 --json '" + json +
+                                  "' --junit '" + xml + "'",
+                              "store-only", kNoGpu);
+  EXPECT_EQ(r.status, 3) << "no device: kernel conformance could not run";
+  EXPECT_NE(r.output.find("KERNEL CONFORMANCE SKIPPED"), std::string::npos);
+  EXPECT_EQ(r.output.find("PASSED"), std::string::npos);
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_EQ(j.at("exit_code").get<int>(), 3);
+  EXPECT_EQ(j.at("verdict").get<std::string>(), "kernels_skipped");
+  EXPECT_FALSE(j.at("kernel_conformance").at("ran").get<bool>());
+  EXPECT_EQ(j.at("kernel_conformance").at("kernel_bytes_compared").get<std::int64_t>(), 0);
+  if (j.at("library").get<std::string>().empty()) {
+    // A build without the device backend loads no library at all.
+    EXPECT_TRUE(j.at("coverage").empty());
+  } else {
+    EXPECT_NE(j.at("library").get<std::string>().find("fake store-only library"), std::string::npos);
+    std::map<std::string, nlohmann::json> ops;
+    for (const auto& row : j.at("coverage")) ops[row.at("op").get<std::string>()] = row;
+    EXPECT_EQ(ops.size(), 6u) << "every op of the ABI is listed";
+    EXPECT_TRUE(ops.at("store_rotated").at("exported").get<bool>());
+    EXPECT_EQ(ops.at("store_rotated").at("declared_supported"),
+              nlohmann::json::array({"packed584/bf16", "packed528/bf16"}));
+    EXPECT_EQ(ops.at("store_rotated").at("bytes_compared").get<std::int64_t>(), 0);
+    EXPECT_EQ(ops.at("store_rotated").at("status").get<std::string>(), "not run");
+    EXPECT_FALSE(ops.at("stacked_ctx_kv").at("exported").get<bool>());
+    EXPECT_EQ(ops.at("stacked_ctx_kv").at("status").get<std::string>(), "not exported");
+    EXPECT_EQ(ops.at("kv_only").at("status").get<std::string>(), "not declared supported");
+    EXPECT_EQ(ops.at("legacy").at("status").get<std::string>(), "not declared supported");
+    EXPECT_NE(r.output.find("kernel coverage per ABI op"), std::string::npos);
+    EXPECT_NE(r.output.find("kvc_stacked_ctx_kv NOT EXPORTED"), std::string::npos);
+  }
+  const int junit = check_junit(xml, "--expect-failures none");
+  if (junit == -2) GTEST_SKIP() << "python3 not found at configure time: the JUnit file was not parsed";
+  EXPECT_EQ(junit, 0);
+}
+
+TEST(RunnerCli, EveryAbiOpIsAnOpsValue) {
+  for (const char* op : {"kv_only", "kv_only+kv_norm", "legacy", "kv_norm", "store_rotated", "stacked_ctx_kv"}) {
+    const Command r = kvconform(std::string("run --cpu-only --suites checker --formats packed584 --ops ") + op,
+                                std::string("ops-") + op, kNoGpu);
+    EXPECT_EQ(r.status, 0) << op;
+  }
+  EXPECT_EQ(kvconform("run --cpu-only --ops store", "ops-unknown").status, 2);
 }
 
 TEST(RunnerCli, UsageErrorsExit2) {

@@ -1,30 +1,50 @@
 // runner_device_test.cpp (GPU): `kvconform run` against a kernel library on the device.
 //
-// Our kernels pass every kernel suite (matrix, dspark, golden, invalid) on the small scenarios;
-// the test-only library whose packed584 records carry the pad byte 0x01
-// (kvconform_kernels_planted) fails the matrix, and the run's JSON names every differing site a
-// pad byte. Catches: a run that reports kernel conformance without running it, a kernel failure
-// that does not fail the run, and classes lost between the checks and the reports.
+// Our kernels (the builtin library, whatever KVC_KERNELS says in the environment) pass every
+// kernel suite (matrix, dspark, golden, invalid, kv_norm, fused_kv_norm, store, stacked) on the
+// small scenarios, and every op of the ABI compares bytes; the test-only library whose packed584
+// records carry the pad byte 0x01 (kvconform_kernels_planted) fails the matrix, and the run's JSON
+// names every differing site a pad byte; a library that implements the store op alone compares
+// nothing in the insert suites (NOTHING CHECKED, exit 4) and fails the store suite (its entry
+// point answers KVC_STATUS_UNSUPPORTED although the op is declared). Catches: a run that reports
+// kernel conformance without comparing a byte (the report these rules answer: a store-only
+// library got PASSED), a test of "our kernels" that checks the library KVC_KERNELS names, a
+// kernel failure that does not fail the run, an op of the ABI the runner never calls, and classes
+// lost between the checks and the reports.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "testkit/io/case_file.h"
 #include "testkit/device/device_buffers.h"
+#include "testkit/io/case_file.h"
 
 namespace {
 
-int run(const std::string& args, const std::string& name) {
+struct Command {
+  int status = -1;
+  std::string output;
+};
+
+// `env` is a prefix of the command, e.g. "env -u KVC_KERNELS".
+Command run(const std::string& args, const std::string& name, const std::string& env = "") {
   const std::string log = ::testing::TempDir() + "kvc-runner-device-" + name + ".log";
-  const std::string command = std::string("'") + KVCONFORM_BINARY + "' " + args + " > '" + log + "' 2>&1";
+  const std::string command = env + " '" + KVCONFORM_BINARY + "' " + args + " > '" + log + "' 2>&1";
   const int raw = std::system(command.c_str());
   std::printf("$ %s\n-> see %s\n", command.c_str(), log.c_str());
-  std::system(("tail -40 '" + log + "'").c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::system(("tail -60 '" + log + "'").c_str());
+  Command r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(log);
+  std::ostringstream s;
+  s << in.rdbuf();
+  r.output = s.str();
+  return r;
 }
 
 #define KVC_REQUIRE_DEVICE()                                              \
@@ -36,15 +56,25 @@ int run(const std::string& args, const std::string& name) {
 TEST(RunnerDevice, OurKernelsPassEveryKernelSuite) {
   KVC_REQUIRE_DEVICE();
   const std::string json = ::testing::TempDir() + "kvc-runner-device.json";
-  EXPECT_EQ(run("run --max-tokens 17 --json '" + json + "'", "builtin"), 0);
+  // Our kernels, not whatever KVC_KERNELS names (the device gate sets it for other libraries).
+  EXPECT_EQ(run("run --max-tokens 17 --json '" + json + "'", "builtin", "env -u KVC_KERNELS").status, 0);
   const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_NE(j.at("library").get<std::string>().find("(builtin"), std::string::npos) << j.at("library");
   EXPECT_TRUE(j.at("kernel_conformance").at("ran").get<bool>());
+  EXPECT_GT(j.at("kernel_conformance").at("kernel_bytes_compared").get<std::int64_t>(), 0);
+  EXPECT_EQ(j.at("verdict").get<std::string>(), "passed");
   EXPECT_EQ(j.at("counts").at("failed").get<int>(), 0);
   std::set<std::string> kernel_suites;
   for (const auto& c : j.at("checks"))
     if (c.at("where") == "kernel" && c.at("verdict") == "passed")
       kernel_suites.insert(c.at("suite").get<std::string>());
-  EXPECT_EQ(kernel_suites, (std::set<std::string>{"matrix", "dspark", "golden", "invalid"}));
+  EXPECT_EQ(kernel_suites, (std::set<std::string>{"matrix", "dspark", "golden", "invalid", "kv_norm", "fused_kv_norm",
+                                                  "store", "stacked"}));
+  ASSERT_EQ(j.at("coverage").size(), 6u);
+  for (const auto& op : j.at("coverage")) {
+    EXPECT_EQ(op.at("status").get<std::string>(), "covered") << op.dump();
+    EXPECT_GT(op.at("bytes_compared").get<std::int64_t>(), 0) << op.dump();
+  }
 }
 
 TEST(RunnerDevice, APlantedPadByteFailsTheMatrixAndIsNamed) {
@@ -52,13 +82,33 @@ TEST(RunnerDevice, APlantedPadByteFailsTheMatrixAndIsNamed) {
   const std::string json = ::testing::TempDir() + "kvc-runner-device-planted.json";
   EXPECT_EQ(run(std::string("run --kernels '") + KVC_PLANTED_KERNELS +
                     "' --formats packed584 --suites matrix --max-tokens 17 --json '" + json + "'",
-                "planted"),
+                "planted")
+                .status,
             1);
   const nlohmann::json j = kvc::testkit::read_json_file(json);
   EXPECT_GT(j.at("counts").at("failed").get<int>(), 0);
   const nlohmann::json& sites = j.at("mismatch_classes").at("sites");
   EXPECT_GT(sites.value("pad_byte", 0), 0) << sites.dump();
   EXPECT_EQ(sites.size(), 1u) << "pad bytes only: " << sites.dump();
+}
+
+TEST(RunnerDevice, AStoreOnlyLibraryIsNeverPassed) {
+  KVC_REQUIRE_DEVICE();
+  // The suites the runner had when a store-only library got PASSED: they compare nothing here.
+  const std::string json = ::testing::TempDir() + "kvc-runner-device-store-only.json";
+  const Command inserts = run(std::string("run --kernels '") + KVC_FAKE_STORE_ONLY +
+                                  "' --suites matrix,dspark,golden,invalid --max-tokens 17 --json '" + json + "'",
+                              "store-only-inserts");
+  EXPECT_EQ(inserts.status, 4);
+  EXPECT_NE(inserts.output.find("NOTHING CHECKED"), std::string::npos);
+  EXPECT_EQ(inserts.output.find("PASSED"), std::string::npos);
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_FALSE(j.at("kernel_conformance").at("ran").get<bool>());
+  EXPECT_EQ(j.at("kernel_conformance").at("kernel_bytes_compared").get<std::int64_t>(), 0);
+  // Every suite: the store suite calls kvc_store_rotated, which answers 402 for a declared op.
+  const Command all = run(std::string("run --kernels '") + KVC_FAKE_STORE_ONLY + "' --max-tokens 17", "store-only-all");
+  EXPECT_EQ(all.status, 1);
+  EXPECT_EQ(all.output.find("PASSED"), std::string::npos);
 }
 
 }  // namespace

@@ -531,9 +531,9 @@ BackendCheck check_backend_insert(Backend& backend, const InsertCase& c) {
       oracle::OracleOptions o;
       o.profile = declared;
       const Status es = OracleBackend(o).run(c, under_profile);
-      const ApproxRsqrtResult a = compare_under_rsqrt_mode(c, declared.rsqrt, under_profile, actual);
-      s << a.report;
-      r.passed = es.ok() && a.accepted;
+      r.rsqrt = compare_under_rsqrt_mode(c, declared.rsqrt, under_profile, actual);
+      s << r.rsqrt.report;
+      r.passed = es.ok() && r.rsqrt.accepted;
     } else {
       q_ok = actual.q_out == expected.q_out;
       if (!q_ok) s << "  q_out differs from the oracle's (profiles do not concern the Q output)\n";

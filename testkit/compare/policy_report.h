@@ -31,6 +31,7 @@
 #include "kvc/status.h"
 #include "kvc/store_case.h"
 #include "testkit/backends/backend.h"
+#include "testkit/compare/approx_rsqrt.h"
 #include "testkit/compare/backing_diff.h"
 
 namespace kvc::testkit {
@@ -100,6 +101,7 @@ struct BackendCheck {
   Status oracle_status;
   Status backend_status;
   PolicyReport report;
+  ApproxRsqrtResult rsqrt;  // the row-by-row comparison, when the backend declares the approximate rsqrt
   bool passed = false;
   std::string text;
 };

@@ -1,0 +1,35 @@
+// kernel_suite_support.h: what every kernel suite shares: making a kernel check, recording device
+// memory damage, and judging one insert case against the oracle with the bytes it compared.
+//
+// Built with the device backend only (CUDA builds, kvc::testkit_device).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "kvc/insert_case.h"
+#include "kvc/profile.h"
+#include "run_report.h"
+#include "testkit/device/device_backend.h"
+
+namespace kvc::runner {
+
+// A passed kernel check until fail() or skip() says otherwise.
+CheckResult kernel_check(const char* suite, std::string op, std::string format, std::string name);
+
+// "packed584"
+std::string format_key(RecordFormat f);
+
+// Device memory damage is never a status: it fails the check and is classified as damage to a
+// region no op may touch.
+void record_damage(CheckResult& r, const std::string& what);
+
+// One insert case through the library and the oracle under the declared profile (or
+// `profile`), through the profile checker: status, whole backing, q_out exactly or row by row
+// under a declared approximate rsqrt; the bytes of a failure are classified. With `repeat`, a
+// second run must write the same bytes. Records the bytes compared (under abi_op_of(c)) and the
+// approximate-rsqrt rows; damage and kernel call errors fail the check.
+void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const InsertCase& c,
+                  bool repeat, CheckResult& r);
+
+}  // namespace kvc::runner

@@ -1,0 +1,83 @@
+// library_declarations.cpp: see library_declarations.h.
+#include "library_declarations.h"
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "kvc/abi/dl_dtype.h"
+#include "kvc/contract.h"
+#include "kvc/profile.h"
+#include "testkit/backends/abi_profile.h"
+
+namespace kvc::runner {
+namespace {
+
+std::int32_t abi_op_code(AbiOp op) {
+  switch (op) {
+    case AbiOp::kKvOnly:
+    case AbiOp::kKvOnlyKvNorm: return KVC_OP_KV_ONLY_INSERT;
+    case AbiOp::kLegacy: return KVC_OP_LEGACY_INSERT;
+    case AbiOp::kKvNorm: return KVC_OP_KV_NORM;
+    case AbiOp::kStoreRotated: return KVC_OP_STORE_ROTATED;
+    case AbiOp::kStackedCtxKv: return KVC_OP_STACKED_CTX_KV;
+  }
+  return -1;
+}
+
+bool has_cache_format(AbiOp op) { return op != AbiOp::kKvNorm && op != AbiOp::kStackedCtxKv; }
+
+// Whether the op's bytes depend on a norm's rsqrt (and so on a declared approximate rsqrt).
+bool has_norm(AbiOp op) { return op == AbiOp::kLegacy || op == AbiOp::kKvOnlyKvNorm || op == AbiOp::kKvNorm; }
+
+Export exported(const testkit::KernelLibrary& library, AbiOp op) {
+  if (op == AbiOp::kStoreRotated && library.abi().kvc_store_rotated == nullptr) return Export::kNotExported;
+  if (op == AbiOp::kStackedCtxKv && library.abi().kvc_stacked_ctx_kv == nullptr) return Export::kNotExported;
+  return Export::kExported;
+}
+
+OpDeclaration declaration(const testkit::KernelLibrary& library, AbiOp op) {
+  OpDeclaration d;
+  d.op = op;
+  d.exported = exported(library, op);
+  std::vector<std::optional<RecordFormat>> formats;
+  if (has_cache_format(op))
+    formats.assign(kAllFormats.begin(), kAllFormats.end());
+  else
+    formats.push_back(std::nullopt);
+  for (DType dtype : {DType::kBF16, DType::kF16}) {
+    for (const std::optional<RecordFormat>& format : formats) {
+      kvc_op_support s{};
+      s.struct_size = sizeof s;
+      const std::int32_t format_code = format ? static_cast<std::int32_t>(*format) : KVC_FORMAT_NONE;
+      if (library.abi().kvc_op_support_get(abi_op_code(op), format_code, abi::dl_dtype(dtype), &s) != KVC_STATUS_OK ||
+          !s.supported)
+        continue;
+      const std::string dtype_name = dtype == DType::kF16 ? "fp16" : "bf16";
+      d.supported.push_back(format ? std::string(layout_of(*format).name) + "/" + dtype_name : dtype_name);
+      std::string profile;
+      try {
+        kvc::Profile p = testkit::profile_from_op_support(s, library.abi_version(), abi_op_code(op));
+        if (has_norm(op) && p.rsqrt == RsqrtMode::kApproximate) d.approximate_rsqrt = true;
+        if (!has_norm(op)) p.rsqrt = RsqrtMode::kCorrectlyRounded;
+        profile = kvc::profile_name(p);
+      } catch (const std::runtime_error& e) {
+        profile = std::string("unreadable: ") + e.what();
+      }
+      if (has_cache_format(op) && std::count(d.profiles.begin(), d.profiles.end(), profile) == 0)
+        d.profiles.push_back(profile);
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<OpDeclaration> library_declarations(const testkit::KernelLibrary& library) {
+  std::vector<OpDeclaration> out;
+  for (AbiOp op : kAllAbiOps) out.push_back(declaration(library, op));
+  return out;
+}
+
+}  // namespace kvc::runner

@@ -1,0 +1,19 @@
+// library_declarations.h: what a kernel library exports and declares, per ABI op (op_coverage.h).
+//
+// Read through kvc_op_support_get for every format (none for kv_norm and stacked_ctx_kv) and kv
+// dtype (bf16, fp16) of each op: host code, no device needed. The profile listed is the one the
+// supported combinations declare (its rsqrt only for the ops with a norm: legacy's q-norm, the
+// fused and the standalone kv_norm); the ops without a cache format list no profile, since the
+// cache policies do not concern them.
+#pragma once
+
+#include <vector>
+
+#include "op_coverage.h"
+#include "testkit/device/kernel_library.h"
+
+namespace kvc::runner {
+
+std::vector<OpDeclaration> library_declarations(const testkit::KernelLibrary& library);
+
+}  // namespace kvc::runner

@@ -1,0 +1,103 @@
+// store_suite.cpp: see store_suite.h.
+#include "store_suite.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernel_suite_support.h"
+#include "kvc/oracle/store_rotated.h"
+#include "recording_backend.h"
+#include "stopwatch.h"
+#include "testkit/cases/registry.h"
+#include "testkit/cases/store_cases.h"
+#include "testkit/compare/policy_report.h"
+
+namespace kvc::runner {
+namespace {
+
+// Where a scenario's store case is written.
+enum class StoreCache : std::uint8_t {
+  kScenario = 0,    // the KV-only scenario's own 3-D cache, int64 indices
+  kSglangFlat = 1,  // SGLang's 2-D cache of the same pages, int32 indices
+};
+
+// The store case of `spec` on `cache`.
+StoreCase store_case(const cases::ConformanceSpec& spec, StoreCache cache) {
+  StoreCase ours = oracle::store_case_of(cases::build_kv_only(spec, 0));
+  if (cache == StoreCache::kScenario) return ours;
+  std::vector<std::uint16_t> rows(static_cast<std::size_t>(ours.num_rows() * kHeadDim));
+  if (!rows.empty())
+    std::memcpy(rows.data(), ours.rows.bytes.data() + ours.rows.meta.offset_bytes, rows.size() * sizeof(rows[0]));
+  std::vector<std::int64_t> indices;
+  for (std::int64_t t = 0; t < ours.num_rows(); ++t) indices.push_back(ours.index(t));
+  testkit::StoreShape shape;
+  shape.format = store_format(ours);
+  shape.pages = testkit::StorePages::kSglangFlat;
+  shape.num_blocks = ours.cache.size(0);
+  shape.block_size = ours.block_size;
+  shape.index_dtype = DType::kI32;
+  return testkit::make_store_case(shape, rows, indices);
+}
+
+// The bytes of what the library wrote that check_backend_store compared: the whole backing when
+// both accepted the case (profile checker) or both rejected it ("nothing written").
+std::int64_t compared_bytes(const testkit::BackendCheck& result, const testkit::DeviceBackend& device,
+                            const std::vector<std::uint8_t>& written) {
+  if (!device.last_checks().abi_called || result.oracle_status.code != result.backend_status.code) return 0;
+  if (result.oracle_status.ok()) return result.report.compared_bytes;
+  return static_cast<std::int64_t>(written.size());
+}
+
+void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& c, bool repeat,
+                 CheckResult& r) {
+  r.add_bytes(AbiOp::kStoreRotated, 0);
+  if (const testkit::Support s = device.supports_store(c); !s.supported) {
+    skip(r, s.reason);
+    return;
+  }
+  RecordingBackend recorder(device, options.profile);
+  try {
+    const testkit::BackendCheck result = testkit::check_backend_store(recorder, c);
+    r.add_bytes(AbiOp::kStoreRotated, compared_bytes(result, device, recorder.last_store()));
+    if (!result.passed) {
+      fail(r, result.text);
+      return;
+    }
+    if (!repeat || !result.backend_status.ok()) return;
+    const std::vector<std::uint8_t> first = recorder.last_store();
+    std::vector<std::uint8_t> second = testkit::make_store_backing(c);
+    (void)device.run_store(c, second);
+    if (first != second) fail(r, "a second run wrote different bytes (the result depends on timing or the grid)");
+  } catch (const testkit::BufferDamageError& e) {
+    record_damage(r, e.what());
+  } catch (const testkit::KernelCallError& e) {
+    fail(r, std::string("kernel call failed: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void store_suite(const RunOptions& options, testkit::DeviceBackend& device, const RunSink& sink) {
+  std::vector<cases::ConformanceSpec> specs;
+  if (options.selects(AbiOp::kStoreRotated))
+    for (const cases::ConformanceSpec& spec : cases::kernel_matrix(InsertOp::kKvOnly))
+      if (is_packed(spec.format) && options.selects(spec.format) && options.within_tokens(spec.tokens))
+        specs.push_back(spec);
+  sink.begin_suite("kernel store: the store op on the KV-only matrix's rows, on its cache and on SGLang's",
+                   2 * specs.size());
+  for (const cases::ConformanceSpec& spec : specs) {
+    for (StoreCache cache : {StoreCache::kScenario, StoreCache::kSglangFlat}) {
+      const Stopwatch clock;
+      const bool sglang = cache == StoreCache::kSglangFlat;
+      CheckResult r = kernel_check(kSuiteStore, std::string(abi_op_name(AbiOp::kStoreRotated)), format_key(spec.format),
+                                   spec.name() + (sglang ? "_SglangFlatInt32" : ""));
+      store_check(options, device, store_case(spec, cache), !sglang, r);
+      r.seconds = clock.seconds();
+      sink.record(r);
+    }
+  }
+}
+
+}  // namespace kvc::runner
