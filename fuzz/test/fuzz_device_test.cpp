@@ -20,6 +20,7 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "kvc/fuzz/campaign.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
@@ -119,20 +120,14 @@ TEST_P(DeviceProperty, HoldsForTheKernelLibrary) {
   RunConfig config;
   config.seed = env_or("KVC_FUZZ_SEED", 20261129);
   config.cases = static_cast<int>(env_or("KVC_FUZZ_CASES", 120));
-  config.max_size = 40;                // up to ~1600 tokens, as the CPU pass
-  std::string test_name = GetParam();  // the test's name spells the property with '_'
-  for (char& ch : test_name)
-    if (ch == '-') ch = '_';
-  run_on_device(*find_property(GetParam()), config, "DeviceProperty.*/" + test_name + "$");
+  config.max_size = 40;  // up to ~1600 tokens, as the CPU pass
+  // The test's name spells the property with '_'.
+  run_on_device(*find_property(GetParam()), config,
+                "DeviceProperty.*/" + testkit::dashes_to_underscores(GetParam()) + "$");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fuzz, DeviceProperty, ::testing::ValuesIn(device_property_names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         testkit::DashedParamName());
 
 }  // namespace
 }  // namespace kvc::fuzz

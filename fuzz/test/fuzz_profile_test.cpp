@@ -27,6 +27,7 @@
 #include "testkit/io/case_file.h"
 #include "testkit/planted/planted_backends.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -139,19 +140,7 @@ TEST_P(UnderSglangStore, HoldsOrIsNotApplicableAndWouldFail) {
   check_scope_decides(*find_property(GetParam()), kvc::sglang_store_profile());
 }
 
-std::vector<std::string> names() {
-  std::vector<std::string> v;
-  for (const auto& p : all_properties()) v.push_back(p.name);
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(Fuzz, UnderSglangStore, ::testing::ValuesIn(names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fuzz, UnderSglangStore, ::testing::ValuesIn(property_names()), testkit::DashedParamName());
 
 // Anti-vacuity of the parameterized test: sglang-store excludes at least one property, and the
 // contract's own profile excludes none.
