@@ -43,20 +43,7 @@ std::string DeviceRunChecks::to_string() const {
 DeviceBackend::DeviceBackend(KernelLibrary library, DeviceBackendOptions options)
     : library_(std::move(library)), options_(options) {}
 
-DeviceBackend::~DeviceBackend() {
-  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-}
-
 std::string DeviceBackend::name() const { return "device:" + library_.describe(); }
-
-void* DeviceBackend::stream() {
-  if (stream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    stream_ = s;
-  }
-  return stream_;
-}
 
 kvc_op_support DeviceBackend::query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const {
   const auto key = std::make_tuple(op, format, kv_dtype.code, kv_dtype.bits);
@@ -143,10 +130,10 @@ void DeviceBackend::finish_damage_checks() {
 Status DeviceBackend::call_library(const char* entry_point, const GuardedTensors& call, const AbiOpCall& op) {
   char error[kAbiErrorCapacity] = {0};
   ++abi_calls_;
-  const int rc = op(stream(), error, sizeof error);
+  const int rc = op(stream_.get(), error, sizeof error);
   checks_.abi_called = true;
   error[kAbiErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_.get())),
              std::string("synchronising after ") + entry_point);
   call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &checks_.damage);
   const Status status = status_of(rc, entry_point, error);

@@ -19,6 +19,7 @@
 #include "testkit/backends/backend.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/kernel_library.h"
+#include "testkit/device/owned_stream.h"
 
 namespace kvc::testkit {
 
@@ -58,7 +59,6 @@ struct StackedDeviceRun {
 class StackedCtxKvDevice {
  public:
   explicit StackedCtxKvDevice(KernelLibrary library);
-  ~StackedCtxKvDevice();
   StackedCtxKvDevice(const StackedCtxKvDevice&) = delete;
   StackedCtxKvDevice& operator=(const StackedCtxKvDevice&) = delete;
 
@@ -71,11 +71,9 @@ class StackedCtxKvDevice {
              StackedDeviceRun* run = nullptr);
 
  private:
-  void* stream();
-
   KernelLibrary library_;
   oracle::StackedParamCache cache_;
-  void* stream_ = nullptr;
+  OwnedStream stream_;
 };
 
 }  // namespace kvc::testkit
