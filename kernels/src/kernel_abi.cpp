@@ -67,28 +67,36 @@ Outcome first_misalignment(std::initializer_list<ScalarTensor> tensors) {
   return {};
 }
 
-KvRows kv_rows(const InsertCase& c, const DLTensor& kv, const DLTensor& slots, const DLTensor& positions,
-               const DLTensor& cos_sin) {
+// The scalar-load tensors both insert ops take, then `own`, the op's own one.
+template <typename Args>
+Outcome kv_side_misalignment(const Args& a, ScalarTensor own) {
+  return first_misalignment(
+      {{a.slot_mapping, "slot_mapping", 8}, {a.position_ids, "position_ids", 8}, {a.fp8_scale, "fp8_scale", 4}, own});
+}
+
+template <typename Args>
+KvRows kv_rows(const InsertCase& c, const Args& a) {
   KvRows r;
-  r.kv = first_element(kv);
+  r.kv = first_element(*a.kv);
   r.fp16 = c.kv.meta.dtype == DType::kF16;
   r.count = c.num_inserted();
-  r.slots = static_cast<const std::int64_t*>(first_element(slots));
-  r.positions = static_cast<const std::int64_t*>(first_element(positions));
-  r.cos_sin = static_cast<const float*>(first_element(cos_sin));
+  r.slots = static_cast<const std::int64_t*>(first_element(*a.slot_mapping));
+  r.positions = static_cast<const std::int64_t*>(first_element(*a.position_ids));
+  r.cos_sin = static_cast<const float*>(first_element(*a.cos_sin_cache));
   r.max_pos = c.cos_sin.meta.size(0);
   return r;
 }
 
-CacheTarget cache_target(const InsertCase& c, const DLTensor& cache, const DLTensor* fp8_scale) {
+template <typename Args>
+CacheTarget cache_target(const InsertCase& c, const Args& a) {
   CacheTarget t;
-  t.base = first_element(cache);
+  t.base = first_element(*a.kv_cache);
   t.format = *format_of(c);
   t.num_blocks = c.cache.num_blocks;
   t.block_size = c.cache.block_size;
   t.page_stride_bytes = c.cache.page_stride_bytes();
   t.token_stride_bytes = c.cache.token_stride_bytes();
-  t.fp8_scale = t.format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*fp8_scale)) : nullptr;
+  t.fp8_scale = t.format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*a.fp8_scale)) : nullptr;
   return t;
 }
 
@@ -103,16 +111,11 @@ Outcome launch_on(int device, const char* what, Launch&& launch) {
 Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
   InsertCase c;
   if (Outcome o = abi::check_kv_only_insert(a, &c); !o.ok()) return o;
-  if (Outcome o = first_misalignment({{a->slot_mapping, "slot_mapping", 8},
-                                      {a->position_ids, "position_ids", 8},
-                                      {a->fp8_scale, "fp8_scale", 4},
-                                      {a->kv_norm_weight, "kv_norm_weight", 2}});
-      !o.ok())
-    return o;
+  if (Outcome o = kv_side_misalignment(*a, {a->kv_norm_weight, "kv_norm_weight", 2}); !o.ok()) return o;
 
   KvOnlyInsertParams p;
-  p.rows = kv_rows(c, *a->kv, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache);
-  p.cache = cache_target(c, *a->kv_cache, a->fp8_scale);
+  p.rows = kv_rows(c, *a);
+  p.cache = cache_target(c, *a);
   if (a->kv_norm_weight != nullptr) {
     p.norm.weight = static_cast<const std::uint16_t*>(first_element(*a->kv_norm_weight));
     p.norm.eps = a->kv_norm_eps;
@@ -125,18 +128,13 @@ Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
 Outcome legacy_insert(const kvc_legacy_insert_args* a, void* stream) {
   InsertCase c;
   if (Outcome o = abi::check_legacy_insert(a, &c); !o.ok()) return o;
-  if (Outcome o = first_misalignment({{a->slot_mapping, "slot_mapping", 8},
-                                      {a->position_ids, "position_ids", 8},
-                                      {a->fp8_scale, "fp8_scale", 4},
-                                      {a->q_scale_inv, "q_scale_inv", 4}});
-      !o.ok())
-    return o;
+  if (Outcome o = kv_side_misalignment(*a, {a->q_scale_inv, "q_scale_inv", 4}); !o.ok()) return o;
 
   const RecordFormat format = *format_of(c);
   const bool packed = is_packed(format);
   LegacyInsertParams p;
-  p.rows = kv_rows(c, *a->kv, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache);
-  p.cache = cache_target(c, *a->kv_cache, a->fp8_scale);
+  p.rows = kv_rows(c, *a);
+  p.cache = cache_target(c, *a);
   p.q = first_element(*a->q);
   p.q_out = first_element(*a->q_out);
   p.tokens = c.num_rows();
