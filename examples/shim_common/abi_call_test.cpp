@@ -20,6 +20,7 @@
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/status.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/device/abi_args.h"
 
 namespace kvc::shim {
 namespace {
@@ -44,57 +45,31 @@ class FakeCall {
     return &t;
   }
   const DLTensor* optional(const HostTensor& t) { return t.present ? tensor(t.meta) : nullptr; }
-  const DLTensor* cache(const CacheGeometry& g) {
-    TensorMeta m;
-    m.dtype = g.dtype;
-    m.sizes = {g.num_blocks, g.block_size, g.width};
-    m.strides = {g.stride0, g.stride1, g.stride2};
-    m.sizes.resize(static_cast<std::size_t>(g.rank));
-    m.strides.resize(static_cast<std::size_t>(g.rank));
-    m.offset_bytes = g.offset_bytes;
-    m.device = g.device;
-    return tensor(m);
-  }
 
-  kvc_kv_only_insert_args kv_only(const InsertCase& c) {
-    kvc_kv_only_insert_args a{};
-    a.struct_size = sizeof(a);
-    a.kv = tensor(c.kv.meta);
-    a.kv_cache = cache(c.cache);
-    a.slot_mapping = tensor(c.slots.meta);
-    a.position_ids = tensor(c.positions.meta);
-    a.cos_sin_cache = tensor(c.cos_sin.meta);
-    a.fp8_scale = optional(c.fp8_scale);
-    a.kv_norm_weight = optional(c.kv_norm_weight);
-    a.kv_norm_eps = c.kv_norm_eps;
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    return a;
-  }
-
-  kvc_legacy_insert_args legacy(const InsertCase& c) {
-    kvc_legacy_insert_args a{};
-    a.struct_size = sizeof(a);
-    a.q = tensor(c.q.meta);
-    a.q_out = tensor(c.q_out);
-    a.q_scale_inv = optional(c.q_scale_inv);
-    a.kv = tensor(c.kv.meta);
-    a.kv_cache = cache(c.cache);
-    a.slot_mapping = tensor(c.slots.meta);
-    a.position_ids = tensor(c.positions.meta);
-    a.cos_sin_cache = tensor(c.cos_sin.meta);
-    a.fp8_scale = optional(c.fp8_scale);
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    a.eps = c.eps;
-    a.apply_q_norm = c.apply_q_norm;
-    a.apply_q_rope = c.apply_q_rope;
-    a.q_interleaved = c.q_interleaved;
-    a.force_grid = 2;
-    return a;
-  }
+  // The structs as the suite's device backend fills them (testkit/device/abi_args.h), over fake
+  // tensors; the legacy call asks for grid 2 so that force_grid is seen to arrive.
+  kvc_kv_only_insert_args kv_only(const InsertCase& c) { return testkit::kv_only_insert_args(c, tensors(c)); }
+  kvc_legacy_insert_args legacy(const InsertCase& c) { return testkit::legacy_insert_args(c, tensors(c), 2); }
 
  private:
+  // A fake tensor for each argument of the case's op.
+  testkit::InsertCallTensors tensors(const InsertCase& c) {
+    testkit::InsertCallTensors t;
+    t.kv = tensor(c.kv.meta);
+    t.kv_cache = tensor(testkit::cache_meta(c.cache));
+    t.slot_mapping = tensor(c.slots.meta);
+    t.position_ids = tensor(c.positions.meta);
+    t.cos_sin_cache = tensor(c.cos_sin.meta);
+    t.fp8_scale = optional(c.fp8_scale);
+    t.kv_norm_weight = optional(c.kv_norm_weight);
+    if (c.op == InsertOp::kLegacy) {
+      t.q = tensor(c.q.meta);
+      t.q_out = tensor(c.q_out);
+      t.q_scale_inv = optional(c.q_scale_inv);
+    }
+    return t;
+  }
+
   std::deque<DLTensor> tensors_;
   std::deque<std::vector<std::int64_t>> dims_;
 };
