@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kvc/oracle/stacked_ctx_kv.h"
+#include "testkit/backends/forced_stacked_path.h"
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
@@ -50,14 +51,9 @@ INSTANTIATE_TEST_SUITE_P(Rules, StackedInvalidInput, ::testing::ValuesIn(testkit
 TEST(StackedRequests, ForcingTheStackedPathOnAnIneligibleModelIsE157) {
   StackedCtxKvCase c = testkit::small_stacked_case();
   c.layers[1].eps = 1e-5f;
-  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
-  const StackedCtxKvOutputs before = out;
-  oracle::StackedCtxKvOptions o;
-  o.path = StackedPathRequest::kStacked;
-  const Status s = oracle::stacked_ctx_kv(c, out, o);
-  EXPECT_EQ(s.code, ErrorCode::kStackedPathIneligible) << s.ToString();
-  EXPECT_EQ(out.k_pools, before.k_pools);
-  EXPECT_EQ(out.v_pools, before.v_pools);
+  const testkit::ForcedStackedRun r = testkit::run_oracle_forcing_stacked_path(c);
+  EXPECT_EQ(r.status.code, ErrorCode::kStackedPathIneligible) << r.status.ToString();
+  EXPECT_TRUE(r.pools_unchanged) << "a rejected call wrote into the pools";
 }
 
 TEST(StackedRequests, StackedParametersOfAnotherShapeAreE158) {
