@@ -151,12 +151,18 @@ class NoLegacyOracle final : public testkit::Backend {
   testkit::OracleBackend oracle_;
 };
 
-TEST(CoverageGap, ReportedForAPropertyTheBackendCannotRun) {
+// One round of `batch_cases` cases of each of `properties`, problems of size up to 10.
+CampaignConfig one_small_round(int batch_cases, std::vector<std::string> properties) {
   CampaignConfig config;
   config.max_rounds = 1;
-  config.batch_cases = 5;
+  config.batch_cases = batch_cases;
   config.max_size = 10;
-  config.properties = {"kv-only-equals-legacy", "token-permutation"};
+  config.properties = std::move(properties);
+  return config;
+}
+
+TEST(CoverageGap, ReportedForAPropertyTheBackendCannotRun) {
+  const CampaignConfig config = one_small_round(5, {"kv-only-equals-legacy", "token-permutation"});
   NoLegacyOracle sut;
   const CampaignSummary s = run_campaign(config, sut, print);
   std::printf("%s", format_summary(s).c_str());
@@ -277,11 +283,7 @@ TEST(CampaignFailures, ABackendExceptionIsAShrunkReplayableFailure) {
 }
 
 TEST(CampaignSummaries, SurviveJsonAndMergeAcrossSegments) {
-  CampaignConfig config;
-  config.max_rounds = 1;
-  config.batch_cases = 3;
-  config.max_size = 10;
-  config.properties = {"idempotent", "decoder-total"};
+  CampaignConfig config = one_small_round(3, {"idempotent", "decoder-total"});
   const CampaignSummary a = run_campaign(config, print);
   config.first_seed = a.last_seed + 1;
   const CampaignSummary b = run_campaign(config, print);
