@@ -115,20 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, KernelMatrixStore, ::testing::ValuesIn(packed
 
 // ---- validation, skipped indices, the declared profile ------------------------------------------
 
-struct StoreRuleCell {
-  const testkit::StoreRuleBreaker* breaker;
-  RecordFormat format;
-  testkit::StorePages pages;
-};
-
-std::vector<StoreRuleCell> store_rule_cells() {
-  std::vector<StoreRuleCell> cells;
-  for (const testkit::StoreRuleBreaker& b : testkit::store_rule_breakers())
-    for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528})
-      for (testkit::StorePages p : testkit::kAllStorePages)
-        if (b.applies(p)) cells.push_back({&b, f, p});
-  return cells;
-}
+using testkit::StoreRuleCell;
 
 // Rules only the host sees (values, buffer sizes), and breakers a DLTensor cannot carry or that
 // leave a required tensor out (the wrapper answers KVC_STATUS_BAD_ARGUMENT, not a rule's code).
@@ -164,10 +151,9 @@ TEST_P(StoreRotatedAbi, RejectedWithItsCodeByTheHarnessAndByTheLibraryNothingWri
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedAbi, ::testing::ValuesIn(store_rule_cells()),
+INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedAbi, ::testing::ValuesIn(testkit::store_rule_matrix()),
                          [](const ::testing::TestParamInfo<StoreRuleCell>& p) {
-                           return p.param.breaker->name + "_" + std::string(layout_of(p.param.format).name) + "_" +
-                                  testkit::store_pages_name(p.param.pages);
+                           return testkit::store_rule_cell_name(p.param);
                          });
 
 TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {

@@ -274,4 +274,17 @@ const std::vector<StoreRuleBreaker>& store_rule_breakers() {
   return table;
 }
 
+std::vector<StoreRuleCell> store_rule_matrix() {
+  std::vector<StoreRuleCell> cells;
+  for (const StoreRuleBreaker& b : store_rule_breakers())
+    for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528})
+      for (StorePages p : kAllStorePages)
+        if (b.applies(p)) cells.push_back({&b, f, p});
+  return cells;
+}
+
+std::string store_rule_cell_name(const StoreRuleCell& cell) {
+  return cell.breaker->name + "_" + std::string(layout_of(cell.format).name) + "_" + store_pages_name(cell.pages);
+}
+
 }  // namespace kvc::testkit
