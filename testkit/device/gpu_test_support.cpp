@@ -126,4 +126,19 @@ InsertOutputs oracle_outputs(const InsertCase& c) {
   return out;
 }
 
+void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options) {
+  testkit::DeviceBackend device = make_backend(options);
+  KVC_REQUIRE_SUPPORT(device, c);
+  const InsertOutputs expected = oracle_outputs(c);
+  InsertOutputs first = testkit::make_outputs(c);
+  const Status s = device.run(c, first);
+  ASSERT_TRUE(s.ok()) << "a valid case was rejected: " << s.ToString();
+  ASSERT_TRUE(clean(device));
+  EXPECT_TRUE(matches_oracle(c, expected, first, declared_mode(device, c), name));
+  InsertOutputs second = testkit::make_outputs(c);
+  ASSERT_TRUE(device.run(c, second).ok());
+  EXPECT_TRUE(clean(device));
+  EXPECT_TRUE(identical_runs(c, first, second, "first run", "second run"));
+}
+
 }  // namespace kvc::gpu

@@ -8,6 +8,7 @@
 // - KVC_REQUIRE_SUPPORT(backend, case): skips a case the library declares it does not implement.
 // - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
 //   under the approximate-rsqrt acceptance when the library declares that mode for the case.
+// - expect_conformant(): one valid case run twice on the device, against the oracle.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -65,5 +66,10 @@ std::string first_q_out_difference(const InsertCase& c, const std::vector<std::u
 
 // Oracle outputs of a case (asserting it is accepted).
 InsertOutputs oracle_outputs(const InsertCase& c);
+
+// Runs `c` on the device and checks it against the oracle (matches_oracle under the declared
+// mode, guard zones and inputs clean), then checks that a second run writes identical bytes.
+// Skips a case the library does not implement.
+void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {});
 
 }  // namespace kvc::gpu
