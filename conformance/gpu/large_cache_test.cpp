@@ -290,7 +290,7 @@ std::string wrap_hint(const LargeProblem& p, std::int64_t offset) {
 int call_and_wait(testkit::DeviceCaseBuffers& resident, std::string* message) {
   testkit::OwnedStream stream;
   const int rc = resident.enqueue(gpu::kernel_library().abi(), stream.get(), message);
-  testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream.get())), "synchronising after the call");
+  stream.synchronize();
   return rc;
 }
 

@@ -45,6 +45,11 @@ DeviceBackend::DeviceBackend(KernelLibrary library, DeviceBackendOptions options
 
 std::string DeviceBackend::name() const { return "device:" + library_.describe(); }
 
+void* DeviceBackend::stream() {
+  if (!stream_) stream_.emplace();
+  return stream_->get();
+}
+
 kvc_op_support DeviceBackend::query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const {
   const auto key = std::make_tuple(op, format, kv_dtype.code, kv_dtype.bits);
   if (auto it = support_cache_.find(key); it != support_cache_.end()) return it->second;
@@ -130,10 +135,10 @@ void DeviceBackend::finish_damage_checks() {
 Status DeviceBackend::call_library(const char* entry_point, const GuardedTensors& call, const AbiOpCall& op) {
   char error[kAbiErrorCapacity] = {0};
   ++abi_calls_;
-  const int rc = op(stream_.get(), error, sizeof error);
+  const int rc = op(stream(), error, sizeof error);
   checks_.abi_called = true;
   error[kAbiErrorCapacity - 1] = '\0';
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_.get())),
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
              std::string("synchronising after ") + entry_point);
   call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &checks_.damage);
   const Status status = status_of(rc, entry_point, error);

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -133,7 +134,8 @@ class DeviceBackend final : public Backend {
 
   KernelLibrary library_;
   DeviceBackendOptions options_;
-  OwnedStream stream_;
+  void* stream();  // the backend's own stream, created on first use
+  std::optional<OwnedStream> stream_;
   DeviceRunChecks checks_;
   std::int64_t abi_calls_ = 0;
   mutable std::map<std::tuple<std::int32_t, std::int32_t, std::uint8_t, std::uint8_t>, kvc_op_support> support_cache_;

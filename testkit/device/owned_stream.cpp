@@ -1,4 +1,4 @@
-// owned_stream.cpp: the stream a device runner calls the ABI on (see owned_stream.h).
+// owned_stream.cpp: a non-blocking CUDA stream (see owned_stream.h).
 #include "testkit/device/owned_stream.h"
 
 #include <cuda_runtime_api.h>
@@ -7,17 +7,18 @@
 
 namespace kvc::testkit {
 
+OwnedStream::OwnedStream() {
+  cudaStream_t s = nullptr;
+  check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a non-blocking stream");
+  stream_ = s;
+}
+
 OwnedStream::~OwnedStream() {
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
 }
 
-void* OwnedStream::get() {
-  if (stream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    stream_ = s;
-  }
-  return stream_;
+void OwnedStream::synchronize() const {
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
 }
 
 }  // namespace kvc::testkit

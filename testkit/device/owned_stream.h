@@ -1,22 +1,24 @@
-// owned_stream.h: a non-blocking CUDA stream, created on first use and destroyed with its owner.
+// owned_stream.h: a non-blocking CUDA stream, destroyed with its owner.
 //
-// The device runners (DeviceBackend, StackedCtxKvDevice) call the ABI on a stream of their own,
-// never on the legacy default stream, which the stream tests hold on purpose. It is created on
-// first use, so that a runner that never reaches the device creates none.
+// Non-blocking: it never synchronises with the legacy default stream, which the stream tests hold
+// on purpose. The device runners (DeviceBackend, StackedCtxKvDevice) call the ABI on one of their
+// own, created on first use (so that a runner that never reaches the device creates none); the
+// graph and stream tests capture, replay and wait on theirs.
 #pragma once
 
 namespace kvc::testkit {
 
 class OwnedStream {
  public:
-  OwnedStream() = default;
+  // Creates the stream. Throws DeviceError.
+  OwnedStream();
   ~OwnedStream();
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
 
-  // The stream, as a cudaStream_t behind void* (this header needs no CUDA). Throws DeviceError
-  // when it cannot be created.
-  void* get();
+  void* get() const { return stream_; }  // cudaStream_t: this header needs no CUDA
+  // Waits for everything enqueued on the stream. Throws DeviceError.
+  void synchronize() const;
 
  private:
   void* stream_ = nullptr;

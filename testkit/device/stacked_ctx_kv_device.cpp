@@ -75,6 +75,11 @@ bool wants_stacked_params(const StackedCtxKvCase& c, StackedParamsPolicy policy)
 
 StackedCtxKvDevice::StackedCtxKvDevice(KernelLibrary library) : library_(std::move(library)) {}
 
+void* StackedCtxKvDevice::stream() {
+  if (!stream_) stream_.emplace();
+  return stream_->get();
+}
+
 Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {
   if (library_.abi().kvc_stacked_ctx_kv == nullptr)
     return {false, library_.describe() + " does not export kvc_stacked_ctx_kv"};
@@ -175,8 +180,8 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
 
   char error[kAbiErrorCapacity] = {0};
   r.abi_called = true;
-  const int rc = library_.abi().kvc_stacked_ctx_kv(&args, stream_.get(), error, sizeof error);
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_.get())),
+  const int rc = library_.abi().kvc_stacked_ctx_kv(&args, stream(), error, sizeof error);
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
              "cudaStreamSynchronize after kvc_stacked_ctx_kv");
   r.checks.abi_status = rc;
   r.checks.abi_message = error;

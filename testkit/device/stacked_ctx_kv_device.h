@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,8 @@ class StackedCtxKvDevice {
  private:
   KernelLibrary library_;
   oracle::StackedParamCache cache_;
-  OwnedStream stream_;
+  void* stream();  // the runner's own stream, created on first use
+  std::optional<OwnedStream> stream_;
 };
 
 }  // namespace kvc::testkit
