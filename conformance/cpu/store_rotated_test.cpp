@@ -23,6 +23,7 @@
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
+#include "testkit/cases/test_name.h"
 #include "kvc/validate_store.h"
 
 namespace kvc {
@@ -59,9 +60,7 @@ TEST_P(StoreRotatedRules, RejectedWithItsCodeAtItsLevelAndNothingWritten) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedRules, ::testing::ValuesIn(testkit::store_rule_matrix()),
-                         [](const ::testing::TestParamInfo<StoreRuleCell>& p) {
-                           return testkit::store_rule_cell_name(p.param);
-                         });
+                         testkit::ParamNamedBy<testkit::store_rule_cell_name>());
 
 TEST(StoreRotatedRulesTable, EveryStoreCodeHasABreaker) {
   std::set<ErrorCode> covered;

@@ -18,6 +18,7 @@
 #include "testkit/cases/case_builder.h"
 #include "testkit/cases/rule_breakers.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/cases/uncovered_codes.h"
 
 namespace kvc {
@@ -53,9 +54,7 @@ TEST_P(InvalidInput, RejectedWithItsCodeAndNothingWritten) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, InvalidInput, ::testing::ValuesIn(testkit::rule_matrix()),
-                         [](const ::testing::TestParamInfo<MatrixEntry>& p) {
-                           return testkit::rule_matrix_name(p.param);
-                         });
+                         testkit::ParamNamedBy<testkit::rule_matrix_name>());
 
 TEST(InvalidInputMatrix, EveryErrorCodeHasABreaker) {
   std::set<ErrorCode> covered;

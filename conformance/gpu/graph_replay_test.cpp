@@ -228,13 +228,11 @@ KvNormReplay kv_norm_replay(std::int64_t rows, int replay) {
   return r;
 }
 
-class GraphReplayKvNorm : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {};
+class GraphReplayKvNorm : public gpu::KvNormRowsTest {};
 
 TEST_P(GraphReplayKvNorm, EveryReplayEqualsOracleAndEagerCall) {
-  KVC_REQUIRE_CUDA_DEVICE();
   const auto [rows, in_place] = GetParam();
-  testkit::DeviceBackend eager = gpu::make_backend();
-  if (const testkit::Support s = eager.supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+  testkit::DeviceBackend& eager = backend();
   const KvNormReplay first = kv_norm_replay(rows, 0);
   std::vector<std::uint16_t> warm_up;  // loads the kernels outside the capture
   ASSERT_TRUE(eager.kv_norm(first.kv, first.weight, kEps, &warm_up, in_place).ok());
@@ -271,10 +269,7 @@ TEST_P(GraphReplayKvNorm, EveryReplayEqualsOracleAndEagerCall) {
 
 INSTANTIATE_TEST_SUITE_P(Rows, GraphReplayKvNorm,
                          ::testing::Combine(::testing::Values<std::int64_t>(0, 40, 1100), ::testing::Bool()),
-                         [](const ::testing::TestParamInfo<std::tuple<std::int64_t, bool>>& p) {
-                           return "Rows" + std::to_string(std::get<0>(p.param)) +
-                                  (std::get<1>(p.param) ? "_InPlace" : "_OutOfPlace");
-                         });
+                         testkit::ParamNamedBy<gpu::kv_norm_rows_name>());
 
 // ---- planted defects: the checks above fail on the stream bugs they exist for ----
 

@@ -27,6 +27,7 @@
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/rule_breakers.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/cases/uncovered_codes.h"
 #include "kvc/validate.h"
 
@@ -166,9 +167,7 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, InvalidInputThroughAbi, ::testing::ValuesIn(testkit::rule_matrix()),
-                         [](const ::testing::TestParamInfo<MatrixEntry>& p) {
-                           return testkit::rule_matrix_name(p.param);
-                         });
+                         testkit::ParamNamedBy<testkit::rule_matrix_name>());
 
 // The routes above only prove something if each one is taken: a table edit that turned every
 // metadata rule into a "value" rule would otherwise pass silently. Needs no device.

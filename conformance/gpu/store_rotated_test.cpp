@@ -28,6 +28,7 @@
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc {
 namespace {
@@ -152,9 +153,7 @@ TEST_P(StoreRotatedAbi, RejectedWithItsCodeByTheHarnessAndByTheLibraryNothingWri
 }
 
 INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedAbi, ::testing::ValuesIn(testkit::store_rule_matrix()),
-                         [](const ::testing::TestParamInfo<StoreRuleCell>& p) {
-                           return testkit::store_rule_cell_name(p.param);
-                         });
+                         testkit::ParamNamedBy<testkit::store_rule_cell_name>());
 
 TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
   KVC_REQUIRE_CUDA_DEVICE();

@@ -22,13 +22,18 @@ std::string format_test_name(RecordFormat f);
 // "kv-only-equals-legacy" -> "kv_only_equals_legacy": every '-' becomes '_'.
 std::string dashes_to_underscores(std::string_view s);
 
-// The name generator of INSTANTIATE_TEST_SUITE_P for a suite over dashed string parameters (a
-// template over GoogleTest's TestParamInfo, so that the testkit needs no GoogleTest itself).
-struct DashedParamName {
+// The name generator of INSTANTIATE_TEST_SUITE_P that names each parameter with `Name(param)`,
+// e.g. ParamNamedBy<rule_matrix_name>() (a template over GoogleTest's TestParamInfo, so that the
+// testkit needs no GoogleTest itself).
+template <auto Name>
+struct ParamNamedBy {
   template <typename ParamInfo>
   std::string operator()(const ParamInfo& info) const {
-    return dashes_to_underscores(info.param);
+    return Name(info.param);
   }
 };
+
+// For a suite over dashed string parameters (property names).
+using DashedParamName = ParamNamedBy<dashes_to_underscores>;
 
 }  // namespace kvc::testkit

@@ -126,6 +126,19 @@ InsertOutputs oracle_outputs(const InsertCase& c) {
   return out;
 }
 
+void KvNormRowsTest::SetUp() {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackendOptions options;
+  options.throw_on_damage = false;  // as make_backend()
+  backend_.emplace(kernel_library(), options);
+  if (const testkit::Support s = backend_->supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+}
+
+std::string kv_norm_rows_name(const std::tuple<std::int64_t, bool>& rows_in_place) {
+  return "Rows" + std::to_string(std::get<0>(rows_in_place)) +
+         (std::get<1>(rows_in_place) ? "_InPlace" : "_OutOfPlace");
+}
+
 void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options) {
   testkit::DeviceBackend device = make_backend(options);
   KVC_REQUIRE_SUPPORT(device, c);

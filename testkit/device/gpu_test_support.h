@@ -9,12 +9,15 @@
 // - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
 //   under the approximate-rsqrt acceptance when the library declares that mode for the case.
 // - expect_conformant(): one valid case run twice on the device, against the oracle.
+// - KvNormRowsTest: the fixture of the standalone kv_norm suites over (rows, in place).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "kvc/insert_case.h"
 #include "testkit/device/device_backend.h"
@@ -71,5 +74,19 @@ InsertOutputs oracle_outputs(const InsertCase& c);
 // mode, guard zones and inputs clean), then checks that a second run writes identical bytes.
 // Skips a case the library does not implement.
 void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {});
+
+// A standalone kv_norm test over (rows, in place): skipped without a device or without the
+// library's kv_norm; backend() is the backend whose support was asked.
+class KvNormRowsTest : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {
+ protected:
+  void SetUp() override;
+  testkit::DeviceBackend& backend() { return *backend_; }
+
+ private:
+  std::optional<testkit::DeviceBackend> backend_;
+};
+
+// "Rows1024_InPlace": the test name of a KvNormRowsTest parameter.
+std::string kv_norm_rows_name(const std::tuple<std::int64_t, bool>& rows_in_place);
 
 }  // namespace kvc::gpu
