@@ -194,6 +194,29 @@ Outcome store_rotated(const kvc_store_rotated_args* a, void* stream) {
 
 constexpr const char* kLibraryName = "kvconform-kernels " KVC_KERNELS_VERSION;
 
+// Why our kernels do not implement `op` for this cache format and row dtype, or nullptr when
+// they do (kvc_op_support_get).
+const char* unsupported_reason(int32_t op, std::optional<RecordFormat> cache_format, std::optional<DType> dtype) {
+  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16_or_fp16 = bf16 || dtype == DType::kF16;
+  switch (op) {
+    case KVC_OP_KV_ONLY_INSERT:
+      if (!cache_format) return "unknown cache format";
+      return bf16 ? nullptr : "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
+    case KVC_OP_LEGACY_INSERT:
+      if (!cache_format) return "unknown cache format";
+      return bf16_or_fp16 ? nullptr : "the legacy insert takes bf16 or fp16 rows";
+    case KVC_OP_KV_NORM: return bf16 ? nullptr : "kv_norm takes bf16 rows only (docs/contract.md §4)";
+    case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
+      return bf16_or_fp16 ? nullptr : "the stacked context-KV projection takes bf16 or fp16 x";
+    case KVC_OP_STORE_ROTATED:
+      if (!cache_format || !is_packed(*cache_format))
+        return "the store op writes packed records only (docs/contract.md §6.4)";
+      return bf16 ? nullptr : "the store op takes bf16 rows only (docs/contract.md §6.4)";
+    default: return "unknown op";
+  }
+}
+
 }  // namespace
 }  // namespace kvc::kernels::abi_wrapper
 
@@ -215,49 +238,9 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   out->reason = nullptr;
   // Every op follows the contract's policies: profile vllm (written for callers of ABI 1.1+).
   kvc::abi::declare_policies(kvc::vllm_profile(), out);
-  const auto dtype = kvc::abi::dtype_of(kv_dtype);
-  const bool bf16 = dtype == kvc::DType::kBF16;
-  const bool fp16 = dtype == kvc::DType::kF16;
-  const std::optional<kvc::RecordFormat> cache_format = kvc::abi::record_format_of(format);
-  switch (op) {
-    case KVC_OP_KV_ONLY_INSERT:
-      if (!cache_format)
-        out->reason = "unknown cache format";
-      else if (!bf16)
-        out->reason = "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_LEGACY_INSERT:
-      if (!cache_format)
-        out->reason = "unknown cache format";
-      else if (!bf16 && !fp16)
-        out->reason = "the legacy insert takes bf16 or fp16 rows";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_KV_NORM:
-      if (!bf16)
-        out->reason = "kv_norm takes bf16 rows only (docs/contract.md §4)";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
-      if (!bf16 && !fp16)
-        out->reason = "the stacked context-KV projection takes bf16 or fp16 x";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_STORE_ROTATED:
-      if (!cache_format || !kvc::is_packed(*cache_format))
-        out->reason = "the store op writes packed records only (docs/contract.md §6.4)";
-      else if (!bf16)
-        out->reason = "the store op takes bf16 rows only (docs/contract.md §6.4)";
-      else
-        out->supported = 1;
-      break;
-    default: out->reason = "unknown op"; break;
-  }
+  out->reason = kvc::kernels::abi_wrapper::unsupported_reason(op, kvc::abi::record_format_of(format),
+                                                              kvc::abi::dtype_of(kv_dtype));
+  out->supported = out->reason == nullptr ? 1 : 0;
   return KVC_STATUS_OK;
 }
 
