@@ -16,10 +16,7 @@
 namespace kvc {
 namespace {
 
-testkit::DeviceBackend shim_backend(testkit::DeviceBackendOptions options = {}) {
-  options.throw_on_damage = false;
-  return testkit::DeviceBackend(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM), options);
-}
+testkit::DeviceBackend shim_backend() { return gpu::make_backend(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM)); }
 
 TEST(ExampleShim, LoadsAndDeclaresWhatItImplements) {
   const testkit::DeviceBackend shim = shim_backend();
@@ -61,16 +58,7 @@ TEST(ExampleShim, KvNormEqualsOracle) {
 
 TEST(ExampleShim, RejectsAMetadataRuleWithItsCodeAndWritesNothing) {
   KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackendOptions direct;
-  direct.host_validation = false;  // the shim's own validation must answer
-  testkit::DeviceBackend shim = shim_backend(direct);
-  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528);
-  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the shim as byte_offset
-  InsertOutputs out = testkit::make_outputs(c);
-  const InsertOutputs before = out;
-  EXPECT_EQ(shim.run(c, out).code, ErrorCode::kMisaligned);
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(out.cache, before.cache);
+  gpu::expect_rejects_misaligned_cache(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM), InsertOp::kKvOnly);
 }
 
 }  // namespace

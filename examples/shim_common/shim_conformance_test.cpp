@@ -52,10 +52,7 @@ const testkit::KernelLibrary& shim_library() {
   return library;
 }
 
-testkit::DeviceBackend shim_backend(testkit::DeviceBackendOptions options = {}) {
-  options.throw_on_damage = false;
-  return testkit::DeviceBackend(shim_library(), options);
-}
+testkit::DeviceBackend shim_backend() { return gpu::make_backend(shim_library()); }
 
 testkit::DeviceBackend direct_backend() {
   testkit::DeviceBackendOptions options;
@@ -139,17 +136,7 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
 
 KVC_SHIM_TEST(RejectsAMetadataRuleWithItsCodeAndCallsNoOp) {
   KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackendOptions direct;
-  direct.host_validation = false;  // the shim's own validation must answer
-  testkit::DeviceBackend shim = shim_backend(direct);
-  InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked528);
-  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the shim as byte_offset
-  InsertOutputs out = testkit::make_outputs(c);
-  const InsertOutputs before = out;
-  EXPECT_EQ(shim.run(c, out).code, ErrorCode::kMisaligned);
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(out.cache, before.cache);
-  EXPECT_EQ(out.q_out, before.q_out);
+  gpu::expect_rejects_misaligned_cache(shim_library(), InsertOp::kLegacy);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::gpu {
 namespace {
@@ -41,8 +42,12 @@ const testkit::KernelLibrary& kernel_library() {
 }
 
 testkit::DeviceBackend make_backend(testkit::DeviceBackendOptions options) {
+  return make_backend(kernel_library(), options);
+}
+
+testkit::DeviceBackend make_backend(const testkit::KernelLibrary& library, testkit::DeviceBackendOptions options) {
   options.throw_on_damage = false;
-  return testkit::DeviceBackend(kernel_library(), options);
+  return testkit::DeviceBackend(library, options);
 }
 
 ::testing::AssertionResult clean(const testkit::DeviceBackend& backend) {
@@ -124,6 +129,20 @@ InsertOutputs oracle_outputs(const InsertCase& c) {
   const Status s = testkit::OracleBackend().run(c, out);
   EXPECT_TRUE(s.ok()) << "the oracle rejected the case: " << s.ToString();
   return out;
+}
+
+void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, InsertOp op) {
+  testkit::DeviceBackendOptions direct;
+  direct.host_validation = false;  // the library's own validation must answer
+  testkit::DeviceBackend backend = make_backend(library, direct);
+  InsertCase c = testkit::small_valid_case(op, RecordFormat::kPacked528);
+  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the library as byte_offset
+  InsertOutputs out = testkit::make_outputs(c);
+  const InsertOutputs before = out;
+  EXPECT_EQ(backend.run(c, out).code, ErrorCode::kMisaligned);
+  EXPECT_TRUE(clean(backend));
+  EXPECT_EQ(out.cache, before.cache);
+  EXPECT_EQ(out.q_out, before.q_out);
 }
 
 void KvNormRowsTest::SetUp() {

@@ -9,6 +9,7 @@
 // - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
 //   under the approximate-rsqrt acceptance when the library declares that mode for the case.
 // - expect_conformant(): one valid case run twice on the device, against the oracle.
+// - expect_rejects_misaligned_cache(): a library's own validation answering a broken rule.
 // - KvNormRowsTest: the fixture of the standalone kv_norm suites over (rows, in place).
 #pragma once
 
@@ -44,6 +45,8 @@ const testkit::KernelLibrary& kernel_library();
 // A backend over kernel_library() for one test. Damage is recorded, not thrown, so that a test
 // can assert on it and print every damaged buffer (expect_clean).
 testkit::DeviceBackend make_backend(testkit::DeviceBackendOptions options = {});
+// The same over another library (a shim under test).
+testkit::DeviceBackend make_backend(const testkit::KernelLibrary& library, testkit::DeviceBackendOptions options = {});
 
 // Guard zones intact and inputs unchanged in the backend's last call.
 ::testing::AssertionResult clean(const testkit::DeviceBackend& backend);
@@ -74,6 +77,11 @@ InsertOutputs oracle_outputs(const InsertCase& c);
 // mode, guard zones and inputs clean), then checks that a second run writes identical bytes.
 // Skips a case the library does not implement.
 void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {});
+
+// With host validation off, `library` itself must answer a small packed528 case of `op` whose
+// cache base is misaligned (it reaches the library as byte_offset): kMisaligned, nothing written,
+// no damage.
+void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, InsertOp op);
 
 // A standalone kv_norm test over (rows, in place): skipped without a device or without the
 // library's kv_norm; backend() is the backend whose support was asked.
