@@ -7,7 +7,6 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
-#include "kvc/oracle/kv_norm.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/cases/rule_breakers.h"
@@ -47,13 +46,7 @@ TEST(ExampleShim, KvNormEqualsOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackend shim = shim_backend();
   testkit::Rng rng(5);
-  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 100), {100, kHeadDim});
-  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
-  std::vector<std::uint16_t> expected, actual;
-  ASSERT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
-  ASSERT_TRUE(shim.kv_norm(kv, w, 1e-6f, &actual).ok());
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(expected, actual);
+  gpu::expect_kv_norm_equals_oracle(shim, rng, 100);
 }
 
 TEST(ExampleShim, RejectsAMetadataRuleWithItsCodeAndWritesNothing) {

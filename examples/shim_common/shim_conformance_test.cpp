@@ -18,7 +18,6 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
-#include "kvc/oracle/kv_norm.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/cases/small_cases.h"
@@ -116,13 +115,7 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackend shim = shim_backend();
   testkit::Rng rng(11);
-  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 37), {37, kHeadDim});
-  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
-  std::vector<std::uint16_t> expected, actual;
-  ASSERT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
-  ASSERT_TRUE(shim.kv_norm(kv, w, 1e-6f, &actual).ok()) << shim.last_checks().abi_message;
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(expected, actual);
+  const HostTensor w = gpu::expect_kv_norm_equals_oracle(shim, rng, 37);
   for (RecordFormat f : kAllFormats) {
     InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, f, 5);
     c.kv_norm_weight = w;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/oracle_backend.h"
@@ -143,6 +144,17 @@ void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, Inse
   EXPECT_TRUE(clean(backend));
   EXPECT_EQ(out.cache, before.cache);
   EXPECT_EQ(out.q_out, before.q_out);
+}
+
+HostTensor expect_kv_norm_equals_oracle(testkit::DeviceBackend& backend, testkit::Rng& rng, std::int64_t rows) {
+  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, rows), {rows, kHeadDim});
+  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
+  std::vector<std::uint16_t> expected, actual;
+  EXPECT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
+  EXPECT_TRUE(backend.kv_norm(kv, w, 1e-6f, &actual).ok()) << backend.last_checks().abi_message;
+  EXPECT_TRUE(clean(backend));
+  EXPECT_EQ(expected, actual);
+  return w;
 }
 
 void KvNormRowsTest::SetUp() {

@@ -10,6 +10,7 @@
 //   under the approximate-rsqrt acceptance when the library declares that mode for the case.
 // - expect_conformant(): one valid case run twice on the device, against the oracle.
 // - expect_rejects_misaligned_cache(): a library's own validation answering a broken rule.
+// - expect_kv_norm_equals_oracle(): a library's standalone kv_norm on random rows.
 // - KvNormRowsTest: the fixture of the standalone kv_norm suites over (rows, in place).
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <tuple>
 
 #include "kvc/insert_case.h"
+#include "testkit/cases/case_builder.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
@@ -82,6 +84,11 @@ void expect_conformant(const InsertCase& c, const std::string& name, testkit::De
 // cache base is misaligned (it reaches the library as byte_offset): kMisaligned, nothing written,
 // no damage.
 void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, InsertOp op);
+
+// `rows` random bf16 rows and a random bf16 weight, drawn from `rng`, through `backend`'s
+// standalone kv_norm (eps 1e-6): the oracle's bytes, no damage. Returns the weight, for a fused
+// check with the same one.
+HostTensor expect_kv_norm_equals_oracle(testkit::DeviceBackend& backend, testkit::Rng& rng, std::int64_t rows);
 
 // A standalone kv_norm test over (rows, in place): skipped without a device or without the
 // library's kv_norm; backend() is the backend whose support was asked.
