@@ -30,6 +30,15 @@ InsertCase small_kv_only(RecordFormat f, std::int64_t rows, std::vector<std::int
   return testkit::make_kv_only_case(shape, in);
 }
 
+// The legacy case over small_kv_only's rows with `heads` query heads padded to `padded_heads`.
+InsertCase small_legacy(RecordFormat f, std::int64_t rows, std::vector<std::int64_t> slots, std::int64_t heads,
+                        std::int64_t padded_heads) {
+  testkit::QuerySpec q;
+  q.heads = heads;
+  q.padded_heads = padded_heads;
+  return testkit::make_legacy_case(small_kv_only(f, rows, std::move(slots)), q);
+}
+
 TEST(BytesMoved, Packed584KvOnlyCountsLiveRowsAndEverySlot) {
   const InsertCase c = small_kv_only(RecordFormat::kPacked584, 3, {5, -1, 9});
   const BytesMoved b = insert_bytes_moved(c);
@@ -44,10 +53,7 @@ TEST(BytesMoved, Packed584KvOnlyCountsLiveRowsAndEverySlot) {
 }
 
 TEST(BytesMoved, Packed528LegacyCountsQOverAllRowsAndPadHeads) {
-  testkit::QuerySpec q;
-  q.heads = 2;
-  q.padded_heads = 8;
-  const InsertCase c = testkit::make_legacy_case(small_kv_only(RecordFormat::kPacked528, 3, {0, 1}), q);
+  const InsertCase c = small_legacy(RecordFormat::kPacked528, 3, {0, 1}, 2, 8);
   const BytesMoved b = insert_bytes_moved(c);
   // KV side: slot_mapping has 2 entries (row 2 is data-parallel padding, never inserted), so
   // 2 x (1024 kv + 8 slot + 8 position + 256 cos/sin + 528 record).
@@ -60,10 +66,7 @@ TEST(BytesMoved, Packed528LegacyCountsQOverAllRowsAndPadHeads) {
 }
 
 TEST(BytesMoved, Packed584LegacyWithoutHeadsHasNoQTraffic) {
-  testkit::QuerySpec q;
-  q.heads = 0;
-  q.padded_heads = 0;
-  const InsertCase c = testkit::make_legacy_case(small_kv_only(RecordFormat::kPacked584, 2, {1, 2}), q);
+  const InsertCase c = small_legacy(RecordFormat::kPacked584, 2, {1, 2}, 0, 0);
   const BytesMoved b = insert_bytes_moved(c);
   EXPECT_EQ(b.q_read + b.q_written, 0);
   EXPECT_EQ(b.records_written, 2 * 584);

@@ -50,54 +50,54 @@ testkit::InsertCallTensors kv_side(CallTensors& tensors, DeviceWorkspace& ws, co
   return t;
 }
 
-struct KvOnlyCall {
-  CallTensors tensors;
-  kvc_kv_only_insert_args args{};
+// One ABI op call over workspace tensors: the argument struct, the DLTensors it points to, and
+// the library's entry point that takes it.
+template <typename Args>
+struct AbiCall {
+  using EntryPoint = int (*)(const Args*, void*, char*, std::size_t);
 
-  KvOnlyCall(DeviceWorkspace& ws, const InsertCase& c, void* kv_rows) {
-    testkit::InsertCallTensors t = kv_side(tensors, ws, c, kv_rows);
-    t.kv_norm_weight = tensors.over(ws.kv_norm_weight(), c.kv_norm_weight);
-    args = testkit::kv_only_insert_args(c, t);
-  }
-  void launch(const testkit::KernelAbi& abi, void* stream) const {
+  AbiCall(EntryPoint entry, const char* name) : entry_point(entry), entry_point_name(name) {}
+  void launch(void* stream) const {
     char error[testkit::kAbiErrorCapacity] = {0};
-    check_status(abi.kvc_kv_only_insert(&args, stream, error, sizeof error), "kvc_kv_only_insert", error);
+    check_status(entry_point(&args, stream, error, sizeof error), entry_point_name, error);
   }
+
+  CallTensors tensors;
+  Args args{};
+  EntryPoint entry_point;
+  const char* entry_point_name;
 };
 
-struct LegacyCall {
-  CallTensors tensors;
-  kvc_legacy_insert_args args{};
+std::shared_ptr<AbiCall<kvc_kv_only_insert_args>> kv_only_call(const testkit::KernelAbi& abi, DeviceWorkspace& ws,
+                                                               const InsertCase& c, void* kv_rows) {
+  auto call = std::make_shared<AbiCall<kvc_kv_only_insert_args>>(abi.kvc_kv_only_insert, "kvc_kv_only_insert");
+  testkit::InsertCallTensors t = kv_side(call->tensors, ws, c, kv_rows);
+  t.kv_norm_weight = call->tensors.over(ws.kv_norm_weight(), c.kv_norm_weight);
+  call->args = testkit::kv_only_insert_args(c, t);
+  return call;
+}
 
-  LegacyCall(DeviceWorkspace& ws, const InsertCase& c) {
-    const DeviceWorkspace::Query buffers = ws.query(*format_of(c), c.q.meta.size(1));
-    testkit::InsertCallTensors t = kv_side(tensors, ws, c, ws.kv());
-    t.q = tensors.over(buffers.q, c.q.meta);
-    t.q_out = tensors.over(buffers.q_out, c.q_out);
-    t.q_scale_inv = tensors.over(ws.q_scale_inv(), c.q_scale_inv);
-    args = testkit::legacy_insert_args(c, t);  // the library's own grid choice: what production runs
-  }
-  void launch(const testkit::KernelAbi& abi, void* stream) const {
-    char error[testkit::kAbiErrorCapacity] = {0};
-    check_status(abi.kvc_legacy_insert(&args, stream, error, sizeof error), "kvc_legacy_insert", error);
-  }
-};
+std::shared_ptr<AbiCall<kvc_legacy_insert_args>> legacy_call(const testkit::KernelAbi& abi, DeviceWorkspace& ws,
+                                                             const InsertCase& c) {
+  auto call = std::make_shared<AbiCall<kvc_legacy_insert_args>>(abi.kvc_legacy_insert, "kvc_legacy_insert");
+  const DeviceWorkspace::Query buffers = ws.query(*format_of(c), c.q.meta.size(1));
+  testkit::InsertCallTensors t = kv_side(call->tensors, ws, c, ws.kv());
+  t.q = call->tensors.over(buffers.q, c.q.meta);
+  t.q_out = call->tensors.over(buffers.q_out, c.q_out);
+  t.q_scale_inv = call->tensors.over(ws.q_scale_inv(), c.q_scale_inv);
+  call->args = testkit::legacy_insert_args(c, t);  // the library's own grid choice: what production runs
+  return call;
+}
 
-struct KvNormCall {
-  CallTensors tensors;
-  kvc_kv_norm_args args{};
-
-  KvNormCall(DeviceWorkspace& ws, const InsertCase& fused) {
-    const DLTensor* kv = tensors.over(ws.kv(), fused.kv.meta);
-    const DLTensor* weight = tensors.over(ws.kv_norm_weight(), fused.kv_norm_weight.meta);
-    const DLTensor* out = tensors.over(ws.normed_kv(), fused.kv.meta);
-    args = testkit::kv_norm_args(kv, weight, out, fused.kv_norm_eps);
-  }
-  void launch(const testkit::KernelAbi& abi, void* stream) const {
-    char error[testkit::kAbiErrorCapacity] = {0};
-    check_status(abi.kvc_kv_norm(&args, stream, error, sizeof error), "kvc_kv_norm", error);
-  }
-};
+std::shared_ptr<AbiCall<kvc_kv_norm_args>> kv_norm_call(const testkit::KernelAbi& abi, DeviceWorkspace& ws,
+                                                        const InsertCase& fused) {
+  auto call = std::make_shared<AbiCall<kvc_kv_norm_args>>(abi.kvc_kv_norm, "kvc_kv_norm");
+  const DLTensor* kv = call->tensors.over(ws.kv(), fused.kv.meta);
+  const DLTensor* weight = call->tensors.over(ws.kv_norm_weight(), fused.kv_norm_weight.meta);
+  const DLTensor* out = call->tensors.over(ws.normed_kv(), fused.kv.meta);
+  call->args = testkit::kv_norm_args(kv, weight, out, fused.kv_norm_eps);
+  return call;
+}
 
 }  // namespace
 
@@ -113,21 +113,21 @@ std::string unsupported_reason(const testkit::KernelAbi& abi, kvc_op op, RecordF
 }
 
 Launch kv_only_launch(const testkit::KernelAbi& abi, DeviceWorkspace& ws, RecordFormat f, bool fused_kv_norm) {
-  auto call = std::make_shared<KvOnlyCall>(ws, ws.kv_only_case(f, fused_kv_norm), ws.kv());
-  return [call, abi](void* stream) { call->launch(abi, stream); };
+  auto call = kv_only_call(abi, ws, ws.kv_only_case(f, fused_kv_norm), ws.kv());
+  return [call](void* stream) { call->launch(stream); };
 }
 
 Launch legacy_launch(const testkit::KernelAbi& abi, DeviceWorkspace& ws, RecordFormat f, std::int64_t heads) {
-  auto call = std::make_shared<LegacyCall>(ws, ws.legacy_case(f, heads));
-  return [call, abi](void* stream) { call->launch(abi, stream); };
+  auto call = legacy_call(abi, ws, ws.legacy_case(f, heads));
+  return [call](void* stream) { call->launch(stream); };
 }
 
 Launch unfused_kv_norm_insert_launch(const testkit::KernelAbi& abi, DeviceWorkspace& ws, RecordFormat f) {
-  auto norm = std::make_shared<KvNormCall>(ws, ws.kv_only_case(f, true));
-  auto insert = std::make_shared<KvOnlyCall>(ws, ws.kv_only_case(f, false), ws.normed_kv());
-  return [norm, insert, abi](void* stream) {
-    norm->launch(abi, stream);
-    insert->launch(abi, stream);
+  auto norm = kv_norm_call(abi, ws, ws.kv_only_case(f, true));
+  auto insert = kv_only_call(abi, ws, ws.kv_only_case(f, false), ws.normed_kv());
+  return [norm, insert](void* stream) {
+    norm->launch(stream);
+    insert->launch(stream);
   };
 }
 

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/float_bits.h"
@@ -38,24 +37,16 @@ std::uint16_t arithmetic_bf16(float x) {
 }
 
 TEST(Bf16Exhaustive, RneEqualsArithmeticFormulation) {
-  const auto r = testkit::sweep_u32(0, 0xFFFFFFFFu, [](std::uint32_t u) {
-    const float x = float_of(u);
-    return float_to_bf16(x) == arithmetic_bf16(x);
-  });
-  std::printf("%s\n", testkit::describe("float_to_bf16 vs arithmetic RNE", r).c_str());
+  const auto r = testkit::sweep_every_float("float_to_bf16 vs arithmetic RNE",
+                                            [](float x) { return float_to_bf16(x) == arithmetic_bf16(x); });
   EXPECT_EQ(r.mismatches, 0u);
 }
 
 TEST(Bf16Exhaustive, RneEqualsCudaHostConversion) {
 #if KVC_HAVE_CUDA_HEADERS
-  const auto r = testkit::sweep_u32(0, 0xFFFFFFFFu, [](std::uint32_t u) {
-    const float x = float_of(u);
-    const __nv_bfloat16 b = __float2bfloat16(x);
-    std::uint16_t raw;
-    std::memcpy(&raw, &b, sizeof raw);
-    return float_to_bf16(x) == raw;
+  const auto r = testkit::sweep_every_float("float_to_bf16 vs __float2bfloat16 (host)", [](float x) {
+    return float_to_bf16(x) == testkit::bits16_of(__float2bfloat16(x));
   });
-  std::printf("%s\n", testkit::describe("float_to_bf16 vs __float2bfloat16 (host)", r).c_str());
   EXPECT_EQ(r.mismatches, 0u);
 #else
   GTEST_SKIP() << "CUDA headers (cuda_bf16.h) not found at configure time";

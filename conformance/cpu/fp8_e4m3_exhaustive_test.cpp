@@ -11,7 +11,6 @@
 #include <cmath>
 
 #include "kvc/contract.h"
-#include "kvc/oracle/float_bits.h"
 #include "kvc/oracle/fp8_e4m3.h"
 #include "testkit/compare/exhaustive_sweep.h"
 
@@ -22,7 +21,8 @@
 namespace kvc::oracle {
 namespace {
 
-constexpr std::uint32_t kAll = 0xFFFFFFFFu;
+constexpr const char* kNoCudaWitness =
+    "CUDA headers (cuda_fp8.h) not found at configure time: CUDA's host conversion is unavailable as a witness";
 
 #if KVC_HAVE_CUDA_HEADERS
 std::uint8_t cuda_host_cvt(float x) {
@@ -37,29 +37,22 @@ float device_fminf(float a, float b) { return std::isnan(a) ? b : std::isnan(b) 
 
 TEST(Fp8E4m3Exhaustive, RawEncodeEqualsCudaHostConversion) {
 #if KVC_HAVE_CUDA_HEADERS
-  const auto r = testkit::sweep_u32(0, kAll, [](std::uint32_t u) {
-    const float x = float_of(u);
-    return e4m3_encode_raw(x) == cuda_host_cvt(x);
-  });
-  std::printf("%s\n", testkit::describe("e4m3_encode_raw vs __nv_cvt_float_to_fp8", r).c_str());
+  const auto r = testkit::sweep_every_float("e4m3_encode_raw vs __nv_cvt_float_to_fp8",
+                                            [](float x) { return e4m3_encode_raw(x) == cuda_host_cvt(x); });
   EXPECT_EQ(r.mismatches, 0u);
 #else
-  GTEST_SKIP() << "CUDA headers (cuda_fp8.h) not found at configure time: CUDA's host conversion "
-                  "is unavailable as a witness";
+  GTEST_SKIP() << kNoCudaWitness;
 #endif
 }
 
 TEST(Fp8E4m3Exhaustive, ClampFirstEncodeEqualsCudaOfClampedInput) {
 #if KVC_HAVE_CUDA_HEADERS
-  const auto r = testkit::sweep_u32(0, kAll, [](std::uint32_t u) {
-    const float x = float_of(u);
+  const auto r = testkit::sweep_every_float("e4m3_encode vs __nv_cvt(fminf(fmaxf(x,-448),448))", [](float x) {
     return e4m3_encode(x) == cuda_host_cvt(device_fminf(device_fmaxf(x, -kFp8Max), kFp8Max));
   });
-  std::printf("%s\n", testkit::describe("e4m3_encode vs __nv_cvt(fminf(fmaxf(x,-448),448))", r).c_str());
   EXPECT_EQ(r.mismatches, 0u);
 #else
-  GTEST_SKIP() << "CUDA headers (cuda_fp8.h) not found at configure time: CUDA's host conversion "
-                  "is unavailable as a witness";
+  GTEST_SKIP() << kNoCudaWitness;
 #endif
 }
 
@@ -96,11 +89,8 @@ class NearestCodeReference {
 
 TEST(Fp8E4m3Exhaustive, ClampFirstEncodeEqualsNearestCodeSearch) {
   const NearestCodeReference reference;
-  const auto r = testkit::sweep_u32(0, kAll, [&](std::uint32_t u) {
-    const float x = float_of(u);
-    return e4m3_encode(x) == reference.encode(x);
-  });
-  std::printf("%s\n", testkit::describe("e4m3_encode vs nearest-code search", r).c_str());
+  const auto r = testkit::sweep_every_float("e4m3_encode vs nearest-code search",
+                                            [&](float x) { return e4m3_encode(x) == reference.encode(x); });
   EXPECT_EQ(r.mismatches, 0u);
 }
 

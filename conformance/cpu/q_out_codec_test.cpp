@@ -127,6 +127,23 @@ TEST(QOutCodec, BytesOutsideTheElementsAreNotLocated) {
   EXPECT_FALSE(locate_q_out_byte(QOutLayout{}, 0)) << "the KV-only op has no Q output";
 }
 
+struct ExpectedQOut {
+  QOutKind kind;
+  std::int64_t heads;
+  int element_bytes;
+  bool interleaved;  // with q_interleaved set: only the packed path reads it
+};
+
+ExpectedQOut expected_q_out(RecordFormat f) {
+  switch (f) {
+    case RecordFormat::kPacked584:
+    case RecordFormat::kPacked528: return {QOutKind::kPadded, 8, 2, true};
+    case RecordFormat::kFp8_512: return {QOutKind::kFp8, 2, 1, false};
+    case RecordFormat::kBf16_512: return {QOutKind::kInPlace, 2, 2, false};
+  }
+  return {};
+}
+
 // What resolve() derives for each format's legacy case (testkit::small_valid_case: 6 rows, H 2,
 // Hp 8). Catches a layout that takes H for Hp on the packed path, Hp for H on the full caches,
 // q's dtype for q_fp8's, or the interleaved flag on a path that is head-major.
@@ -140,27 +157,11 @@ TEST(QOutCodec, ResolvedLayoutOfEachFormat) {
     EXPECT_EQ(r.q_out.q_heads, 2);
     EXPECT_EQ(r.q_out.offset_bytes, c.q_out.offset_bytes);
     EXPECT_EQ(r.q_out.elements() * r.q_out.element_bytes + r.q_out.offset_bytes, c.q_out.span_bytes());
-    switch (f) {
-      case RecordFormat::kPacked584:
-      case RecordFormat::kPacked528:
-        EXPECT_EQ(r.q_out.kind, QOutKind::kPadded);
-        EXPECT_EQ(r.q_out.heads, 8);
-        EXPECT_EQ(r.q_out.element_bytes, 2);
-        EXPECT_TRUE(r.q_out.interleaved);
-        break;
-      case RecordFormat::kFp8_512:
-        EXPECT_EQ(r.q_out.kind, QOutKind::kFp8);
-        EXPECT_EQ(r.q_out.heads, 2);
-        EXPECT_EQ(r.q_out.element_bytes, 1);
-        EXPECT_FALSE(r.q_out.interleaved);
-        break;
-      case RecordFormat::kBf16_512:
-        EXPECT_EQ(r.q_out.kind, QOutKind::kInPlace);
-        EXPECT_EQ(r.q_out.heads, 2);
-        EXPECT_EQ(r.q_out.element_bytes, 2);
-        EXPECT_FALSE(r.q_out.interleaved);
-        break;
-    }
+    const ExpectedQOut e = expected_q_out(f);
+    EXPECT_EQ(r.q_out.kind, e.kind);
+    EXPECT_EQ(r.q_out.heads, e.heads);
+    EXPECT_EQ(r.q_out.element_bytes, e.element_bytes);
+    EXPECT_EQ(r.q_out.interleaved, e.interleaved);
     EXPECT_EQ(resolve_or_throw(testkit::small_valid_case(InsertOp::kKvOnly, f)).q_out.kind, QOutKind::kNone);
   }
 }

@@ -59,16 +59,30 @@ std::set<std::int64_t> written_offsets(const InsertCase& c, std::vector<std::uin
   return written;
 }
 
+// Where slot kSlot (page 1, token 2) of a packed format sits, by the page layout of
+// docs/contract.md §3: [block_size x data bytes][block_size x scale bytes][padding].
+struct PackedToken {
+  std::int64_t data = 0;    // the token's first data byte
+  std::int64_t scales = 0;  // the token's first scale byte
+  std::set<std::int64_t> offsets;
+};
+
+PackedToken packed_token(std::int64_t record_bytes, std::int64_t data_bytes, std::int64_t scale_bytes) {
+  const std::int64_t page = kBase + 1 * (record_bytes * kBlockSize + kPadding);
+  PackedToken t;
+  t.data = page + data_bytes * 2;
+  t.scales = page + data_bytes * kBlockSize + scale_bytes * 2;
+  for (std::int64_t i = 0; i < data_bytes; ++i) t.offsets.insert(t.data + i);
+  for (std::int64_t i = 0; i < scale_bytes; ++i) t.offsets.insert(t.scales + i);
+  return t;
+}
+
 TEST(RecordLayout, Packed584TokenAtItsOffsets) {
   const InsertCase c = layout_case(RecordFormat::kPacked584);
   std::vector<std::uint8_t> b;
-  const std::set<std::int64_t> written = written_offsets(c, &b);
-  const std::int64_t page = kBase + 1 * (584 * kBlockSize + kPadding);
-  const std::int64_t data = page + 576 * 2, scales = page + 576 * kBlockSize + 8 * 2;
-  std::set<std::int64_t> expected_offsets;
-  for (int d = 0; d < 576; ++d) expected_offsets.insert(data + d);
-  for (int k = 0; k < 8; ++k) expected_offsets.insert(scales + k);
-  EXPECT_EQ(written, expected_offsets) << "exactly the token's 576 data bytes and 8 scale bytes";
+  const PackedToken token = packed_token(584, 576, 8);
+  EXPECT_EQ(written_offsets(c, &b), token.offsets) << "exactly the token's 576 data bytes and 8 scale bytes";
+  const std::int64_t data = token.data, scales = token.scales;
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(b[data + d], kCodeOfMultiple[d % 8]) << "dim " << d;
   for (int j = 0; j < kRopeDim; ++j) {
     const std::uint16_t bits = bf16_bits_of_exact(rope_value(j));
@@ -88,13 +102,9 @@ TEST(RecordLayout, Packed584TokenAtItsOffsets) {
 TEST(RecordLayout, Packed528TokenAtItsOffsets) {
   const InsertCase c = layout_case(RecordFormat::kPacked528);
   std::vector<std::uint8_t> b;
-  const std::set<std::int64_t> written = written_offsets(c, &b);
-  const std::int64_t page = kBase + 1 * (528 * kBlockSize + kPadding);
-  const std::int64_t data = page + 512 * 2, scales = page + 512 * kBlockSize + 16 * 2;
-  std::set<std::int64_t> expected_offsets;
-  for (int d = 0; d < 512; ++d) expected_offsets.insert(data + d);
-  for (int m = 0; m < 16; ++m) expected_offsets.insert(scales + m);
-  EXPECT_EQ(written, expected_offsets);
+  const PackedToken token = packed_token(528, 512, 16);
+  EXPECT_EQ(written_offsets(c, &b), token.offsets);
+  const std::int64_t data = token.data, scales = token.scales;
   for (int d = 0; d < kNopeDim; ++d) ASSERT_EQ(b[data + d], kCodeOfMultiple[d % 8]) << "dim " << d;
   for (int m = 0; m < 14; ++m) EXPECT_EQ(b[scales + m], 127 + m / 2 - 8) << "block " << m;
   // RoPE blocks: dims 448..479 hold -16..-0.5 (amax 16, E = ceil(log2(16/448)) = -4), dims 480..511

@@ -21,6 +21,7 @@
 #include "testkit/cases/stacked_ctx_kv_registry.h"
 #include "kvc/oracle/stacked_ctx_kv.h"
 #include "testkit/compare/stacked_ctx_kv_diff.h"
+#include "testkit/backends/forced_stacked_path.h"
 
 namespace kvc {
 namespace {
@@ -67,16 +68,11 @@ TEST_P(Eligibility, FallbackWritesThePerLayerBytes) {
 }
 
 TEST_P(Eligibility, ForcedStackedPathIsRejectedAndWritesNothing) {
-  const StackedCtxKvCase c = cases::build_eligibility_case(GetParam());
-  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
-  const StackedCtxKvOutputs before = out;
-  oracle::StackedCtxKvOptions o;
-  o.path = StackedPathRequest::kStacked;
-  const Status s = oracle::stacked_ctx_kv(c, out, o);
-  EXPECT_EQ(s.code, ErrorCode::kStackedPathIneligible) << s.ToString();
-  EXPECT_NE(s.detail.find(ineligibility_name(GetParam().reason)), std::string::npos) << s.ToString();
-  EXPECT_EQ(out.k_pools, before.k_pools);
-  EXPECT_EQ(out.v_pools, before.v_pools);
+  const testkit::ForcedStackedRun r =
+      testkit::run_oracle_forcing_stacked_path(cases::build_eligibility_case(GetParam()));
+  EXPECT_EQ(r.status.code, ErrorCode::kStackedPathIneligible) << r.status.ToString();
+  EXPECT_NE(r.status.detail.find(ineligibility_name(GetParam().reason)), std::string::npos) << r.status.ToString();
+  EXPECT_TRUE(r.pools_unchanged) << "a rejected call wrote into the pools";
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenarios, Eligibility, ::testing::ValuesIn(cases::stacked_eligibility_matrix()),

@@ -11,6 +11,8 @@
 #include <set>
 
 #include "kvc/oracle/stacked_ctx_kv.h"
+#include "rejected_at_its_level.h"
+#include "testkit/backends/forced_stacked_path.h"
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
@@ -27,21 +29,16 @@ TEST_P(StackedInvalidInput, RejectedWithItsCodeAndNothingWritten) {
   ASSERT_TRUE(oracle::stacked_ctx_kv(c, out).ok()) << "the base case must be valid";
   out = testkit::make_stacked_outputs(c);
   b.apply(c, out);
-  const StackedCtxKvOutputs before = out;
-  for (ValidationLevel level : {ValidationLevel::kContract, ValidationLevel::kStrict}) {
-    oracle::StackedCtxKvOptions o;
-    o.level = level;
-    const Status s = oracle::stacked_ctx_kv(c, out, o);
-    const bool must_reject = level == ValidationLevel::kStrict || b.level == ValidationLevel::kContract;
-    if (must_reject) {
-      EXPECT_EQ(s.code, b.code) << "level " << static_cast<int>(level) << ": got " << s.ToString();
-      EXPECT_EQ(out.k_pools, before.k_pools) << "a rejected call wrote into a K pool";
-      EXPECT_EQ(out.v_pools, before.v_pools) << "a rejected call wrote into a V pool";
-    } else {
-      EXPECT_TRUE(s.ok()) << "a strict-only rule rejected at the contract level: " << s.ToString();
-      out = before;
-    }
-  }
+  expect_rejected_at_its_level(
+      b.code, b.level, out,
+      [&](ValidationLevel level, StackedCtxKvOutputs& o) {
+        oracle::StackedCtxKvOptions options;
+        options.level = level;
+        return oracle::stacked_ctx_kv(c, o, options);
+      },
+      [](const StackedCtxKvOutputs& before, const StackedCtxKvOutputs& o) {
+        return o.k_pools != before.k_pools ? "a K pool" : o.v_pools != before.v_pools ? "a V pool" : "";
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, StackedInvalidInput, ::testing::ValuesIn(testkit::stacked_rule_breakers()),
@@ -50,14 +47,9 @@ INSTANTIATE_TEST_SUITE_P(Rules, StackedInvalidInput, ::testing::ValuesIn(testkit
 TEST(StackedRequests, ForcingTheStackedPathOnAnIneligibleModelIsE157) {
   StackedCtxKvCase c = testkit::small_stacked_case();
   c.layers[1].eps = 1e-5f;
-  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
-  const StackedCtxKvOutputs before = out;
-  oracle::StackedCtxKvOptions o;
-  o.path = StackedPathRequest::kStacked;
-  const Status s = oracle::stacked_ctx_kv(c, out, o);
-  EXPECT_EQ(s.code, ErrorCode::kStackedPathIneligible) << s.ToString();
-  EXPECT_EQ(out.k_pools, before.k_pools);
-  EXPECT_EQ(out.v_pools, before.v_pools);
+  const testkit::ForcedStackedRun r = testkit::run_oracle_forcing_stacked_path(c);
+  EXPECT_EQ(r.status.code, ErrorCode::kStackedPathIneligible) << r.status.ToString();
+  EXPECT_TRUE(r.pools_unchanged) << "a rejected call wrote into the pools";
 }
 
 TEST(StackedRequests, StackedParametersOfAnotherShapeAreE158) {

@@ -23,6 +23,7 @@
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
+#include "testkit/cases/test_name.h"
 #include "kvc/validate_store.h"
 
 namespace kvc {
@@ -30,25 +31,12 @@ namespace {
 
 using testkit::StorePages;
 
-struct RuleCell {
-  const testkit::StoreRuleBreaker* breaker;
-  RecordFormat format;
-  StorePages pages;
-};
+using testkit::StoreRuleCell;
 
-std::vector<RuleCell> rule_cells() {
-  std::vector<RuleCell> cells;
-  for (const testkit::StoreRuleBreaker& b : testkit::store_rule_breakers())
-    for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528})
-      for (StorePages p : testkit::kAllStorePages)
-        if (b.applies(p)) cells.push_back({&b, f, p});
-  return cells;
-}
-
-class StoreRotatedRules : public ::testing::TestWithParam<RuleCell> {};
+class StoreRotatedRules : public ::testing::TestWithParam<StoreRuleCell> {};
 
 TEST_P(StoreRotatedRules, RejectedWithItsCodeAtItsLevelAndNothingWritten) {
-  const RuleCell& cell = GetParam();
+  const StoreRuleCell& cell = GetParam();
   StoreCase c = testkit::small_valid_store_case(cell.format, cell.pages);
   std::vector<std::uint8_t> backing = testkit::make_store_backing(c);
   ASSERT_TRUE(oracle::store_rotated(c, backing).ok()) << "the base case must be valid";
@@ -71,11 +59,8 @@ TEST_P(StoreRotatedRules, RejectedWithItsCodeAtItsLevelAndNothingWritten) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedRules, ::testing::ValuesIn(rule_cells()),
-                         [](const ::testing::TestParamInfo<RuleCell>& p) {
-                           return p.param.breaker->name + "_" + std::string(layout_of(p.param.format).name) + "_" +
-                                  testkit::store_pages_name(p.param.pages);
-                         });
+INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedRules, ::testing::ValuesIn(testkit::store_rule_matrix()),
+                         testkit::ParamNamedBy<testkit::store_rule_cell_name>());
 
 TEST(StoreRotatedRulesTable, EveryStoreCodeHasABreaker) {
   std::set<ErrorCode> covered;

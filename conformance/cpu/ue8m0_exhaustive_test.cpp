@@ -19,21 +19,14 @@ namespace kvc::oracle {
 namespace {
 
 // T(k) as measured on the device: how many fp32 steps above 2^k the fp32 log2 still rounds to k.
+// The table is the same on both sides of 2^0 once k <= 0 is shifted by one: T(-64) = T(63).
 int measured_steps_above_power(int k) {
-  const int m = k < 0 ? -k : k;
-  if (k > 0) {
-    if (m >= 64) return 22;
-    if (m >= 32) return 11;
-    if (m >= 16) return 5;
-    if (m >= 8) return 2;
-    if (m >= 4) return 1;
-    return 0;
-  }
-  if (m >= 65) return 22;
-  if (m >= 33) return 11;
-  if (m >= 17) return 5;
-  if (m >= 9) return 2;
-  if (m >= 5) return 1;
+  const int m = k > 0 ? k : -k - 1;
+  if (m >= 64) return 22;
+  if (m >= 32) return 11;
+  if (m >= 16) return 5;
+  if (m >= 8) return 2;
+  if (m >= 4) return 1;
   return 0;
 }
 

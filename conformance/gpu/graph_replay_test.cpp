@@ -27,6 +27,7 @@
 #include <string>
 
 #include "testkit/device/cuda_graph_support.h"
+#include "testkit/device/owned_stream.h"
 #include "testkit/device/gpu_test_support.h"
 #include "kvc/oracle/bf16.h"
 #include "kvc/oracle/kv_norm.h"
@@ -155,7 +156,7 @@ std::string damage_text(const std::vector<testkit::BufferDamage>& damage) {
     return ::testing::AssertionFailure() << g.name() << ": the eager call was rejected: " << s.ToString();
   testkit::DeviceCaseBuffers resident(first, state);
   const InsertOutputs before_capture = resident.read_outputs();  // bf16_512: q_out holds q (in place)
-  gpu::OwnedStream stream;
+  testkit::OwnedStream stream;
   const gpu::CapturedGraph graph(stream.get(),
                                  [&](void* s, std::string* message) { return resident.enqueue(abi, s, message); });
   if (!graph.ok()) return ::testing::AssertionFailure() << g.name() << ": capture failed: " << graph.error();
@@ -227,19 +228,17 @@ KvNormReplay kv_norm_replay(std::int64_t rows, int replay) {
   return r;
 }
 
-class GraphReplayKvNorm : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {};
+class GraphReplayKvNorm : public gpu::KvNormRowsTest {};
 
 TEST_P(GraphReplayKvNorm, EveryReplayEqualsOracleAndEagerCall) {
-  KVC_REQUIRE_CUDA_DEVICE();
   const auto [rows, in_place] = GetParam();
-  testkit::DeviceBackend eager = gpu::make_backend();
-  if (const testkit::Support s = eager.supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+  testkit::DeviceBackend& eager = backend();
   const KvNormReplay first = kv_norm_replay(rows, 0);
   std::vector<std::uint16_t> warm_up;  // loads the kernels outside the capture
   ASSERT_TRUE(eager.kv_norm(first.kv, first.weight, kEps, &warm_up, in_place).ok());
   testkit::DeviceKvNormBuffers resident(first.kv, first.weight, kEps, in_place);
   const std::vector<std::uint16_t> before = resident.read_out();
-  gpu::OwnedStream stream;
+  testkit::OwnedStream stream;
   const testkit::KernelAbi& abi = gpu::kernel_library().abi();
   const gpu::CapturedGraph graph(stream.get(),
                                  [&](void* s, std::string* message) { return resident.enqueue(abi, s, message); });
@@ -270,10 +269,7 @@ TEST_P(GraphReplayKvNorm, EveryReplayEqualsOracleAndEagerCall) {
 
 INSTANTIATE_TEST_SUITE_P(Rows, GraphReplayKvNorm,
                          ::testing::Combine(::testing::Values<std::int64_t>(0, 40, 1100), ::testing::Bool()),
-                         [](const ::testing::TestParamInfo<std::tuple<std::int64_t, bool>>& p) {
-                           return "Rows" + std::to_string(std::get<0>(p.param)) +
-                                  (std::get<1>(p.param) ? "_InPlace" : "_OutOfPlace");
-                         });
+                         testkit::ParamNamedBy<gpu::kv_norm_rows_name>());
 
 // ---- planted defects: the checks above fail on the stream bugs they exist for ----
 
@@ -287,23 +283,25 @@ INSTANTIATE_TEST_SUITE_P(Rows, GraphReplayKvNorm,
   return ::testing::AssertionSuccess();
 }
 
-TEST(GraphReplayPlanted, OpLaunchedOnAPrivateStreamIsCaughtAtCapture) {
+// Our kernels behind a table that launches on the `wrong` stream: the graph checks of `g` must
+// fail, saying `expected_text`. Skipped without a device or the library's support for `g`.
+void expect_wrong_stream_caught(const GraphSpec& g, gpu::WrongStream wrong, const std::string& expected_text) {
   KVC_REQUIRE_CUDA_DEVICE();
-  const GraphSpec g{InsertOp::kKvOnly, RecordFormat::kPacked584, 0, false, 40};
   testkit::DeviceBackend device = gpu::make_backend();
   KVC_REQUIRE_SUPPORT(device, replay_case(g, 0));
-  const testkit::KernelAbi abi = gpu::wrong_stream_abi(gpu::kernel_library().abi(), gpu::WrongStream::kPrivate);
-  EXPECT_TRUE(fails_with(replays_conform(abi, g), "the capture itself wrote"));
+  const testkit::KernelAbi abi = gpu::wrong_stream_abi(gpu::kernel_library().abi(), wrong);
+  EXPECT_TRUE(fails_with(replays_conform(abi, g), expected_text));
+}
+
+TEST(GraphReplayPlanted, OpLaunchedOnAPrivateStreamIsCaughtAtCapture) {
+  expect_wrong_stream_caught({InsertOp::kKvOnly, RecordFormat::kPacked584, 0, false, 40}, gpu::WrongStream::kPrivate,
+                             "the capture itself wrote");
 }
 
 TEST(GraphReplayPlanted, OpLaunchedOnTheLegacyDefaultStreamIsCaughtAtCapture) {
-  KVC_REQUIRE_CUDA_DEVICE();
-  const GraphSpec g{InsertOp::kLegacy, RecordFormat::kPacked528, 8, false, 40};
-  testkit::DeviceBackend device = gpu::make_backend();
-  KVC_REQUIRE_SUPPORT(device, replay_case(g, 0));
-  const testkit::KernelAbi abi = gpu::wrong_stream_abi(gpu::kernel_library().abi(), gpu::WrongStream::kLegacyDefault);
   // The launch on the legacy stream either invalidates the capture or runs at capture time.
-  EXPECT_TRUE(fails_with(replays_conform(abi, g), "capture"));
+  expect_wrong_stream_caught({InsertOp::kLegacy, RecordFormat::kPacked528, 8, false, 40},
+                             gpu::WrongStream::kLegacyDefault, "capture");
 }
 
 }  // namespace

@@ -28,13 +28,11 @@ HostTensor weight_tensor(testkit::Rng& rng) {
   return make_tensor_from(DType::kBF16, w, {kHeadDim});
 }
 
-class StandaloneKvNorm : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {};
+class StandaloneKvNorm : public gpu::KvNormRowsTest {};
 
 TEST_P(StandaloneKvNorm, EqualsOracle) {
-  KVC_REQUIRE_CUDA_DEVICE();
   const auto [rows, in_place] = GetParam();
-  testkit::DeviceBackend device = gpu::make_backend();
-  if (const testkit::Support s = device.supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+  testkit::DeviceBackend& device = backend();
   testkit::Rng rng(static_cast<std::uint64_t>(rows) * 7 + 1);
   const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, rows), {rows, kHeadDim});
   const HostTensor w = weight_tensor(rng);
@@ -52,10 +50,7 @@ TEST_P(StandaloneKvNorm, EqualsOracle) {
 INSTANTIATE_TEST_SUITE_P(Rows, StandaloneKvNorm,
                          ::testing::Combine(::testing::Values<std::int64_t>(0, 1, 17, 1023, 1024, 1025, 65536),
                                             ::testing::Bool()),
-                         [](const ::testing::TestParamInfo<std::tuple<std::int64_t, bool>>& p) {
-                           return "Rows" + std::to_string(std::get<0>(p.param)) +
-                                  (std::get<1>(p.param) ? "_InPlace" : "_OutOfPlace");
-                         });
+                         testkit::ParamNamedBy<gpu::kv_norm_rows_name>());
 
 class FusedKvNorm : public ::testing::TestWithParam<RecordFormat> {};
 

@@ -41,6 +41,7 @@
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/device/device_case_buffers.h"
+#include "testkit/device/owned_stream.h"
 #include "kvc/validate.h"
 
 namespace kvc {
@@ -284,6 +285,15 @@ std::string wrap_hint(const LargeProblem& p, std::int64_t offset) {
   return ::testing::AssertionSuccess();
 }
 
+// One call of the library on the resident problem, on a stream of its own, waited for: the ABI's
+// return code.
+int call_and_wait(testkit::DeviceCaseBuffers& resident, std::string* message) {
+  testkit::OwnedStream stream;
+  const int rc = resident.enqueue(gpu::kernel_library().abi(), stream.get(), message);
+  stream.synchronize();
+  return rc;
+}
+
 // Runs the large problem through the library on a stream and checks it.
 void expect_large_problem_conforms(const LargeProblem& p, const std::string& name) {
   testkit::DeviceBackend reference = gpu::make_backend();
@@ -297,12 +307,8 @@ void expect_large_problem_conforms(const LargeProblem& p, const std::string& nam
               static_cast<long long>(p.large.cache.page_stride_bytes()), gib(p.large.cos_sin.meta.span_bytes()).c_str(),
               static_cast<long long>(p.large.cos_sin.meta.size(0)), p.pages.size());
   const std::unique_ptr<testkit::DeviceCaseBuffers> resident = upload(p);
-  cudaStream_t stream = nullptr;
-  testkit::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   std::string message;
-  const int rc = resident->enqueue(gpu::kernel_library().abi(), stream, &message);
-  testkit::check_cuda(cudaStreamSynchronize(stream), "synchronising after the call");
-  cudaStreamDestroy(stream);
+  const int rc = call_and_wait(*resident, &message);
   ASSERT_EQ(rc, 0) << "a valid case was rejected: " << message;
   EXPECT_TRUE(large_backing_conforms(p, *resident, reference, name));
 }
@@ -413,12 +419,8 @@ TEST_P(LargePageStride, AtTwoToThe31IsRejectedWithItsCodeAndNothingIsWritten) {
   KVC_REQUIRE_SUPPORT(reference, p.small);
   KVC_REQUIRE_FREE_DEVICE_MEMORY(device_bytes_needed(p));
   const std::unique_ptr<testkit::DeviceCaseBuffers> resident = upload(p);
-  cudaStream_t stream = nullptr;
-  testkit::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   std::string message;
-  const int rc = resident->enqueue(gpu::kernel_library().abi(), stream, &message);
-  testkit::check_cuda(cudaStreamSynchronize(stream), "synchronising after the call");
-  cudaStreamDestroy(stream);
+  const int rc = call_and_wait(*resident, &message);
   EXPECT_EQ(rc, static_cast<int>(ErrorCode::kPageStrideTooLarge))
       << "a packed page stride of 2^31 bytes must be rejected with kPageStrideTooLarge (118); the library said " << rc
       << ": " << message;

@@ -25,27 +25,11 @@
 namespace kvc {
 namespace {
 
-// Runs `c` on the device and checks it against the oracle, then checks a second run is identical.
-void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {}) {
-  testkit::DeviceBackend device = gpu::make_backend(options);
-  KVC_REQUIRE_SUPPORT(device, c);
-  const InsertOutputs expected = gpu::oracle_outputs(c);
-  InsertOutputs first = testkit::make_outputs(c);
-  const Status s = device.run(c, first);
-  ASSERT_TRUE(s.ok()) << "a valid case was rejected: " << s.ToString();
-  ASSERT_TRUE(gpu::clean(device));
-  EXPECT_TRUE(gpu::matches_oracle(c, expected, first, gpu::declared_mode(device, c), name));
-  InsertOutputs second = testkit::make_outputs(c);
-  ASSERT_TRUE(device.run(c, second).ok());
-  EXPECT_TRUE(gpu::clean(device));
-  EXPECT_TRUE(gpu::identical_runs(c, first, second, "first run", "second run"));
-}
-
 class KernelMatrixLegacy : public ::testing::TestWithParam<cases::ConformanceSpec> {};
 
 TEST_P(KernelMatrixLegacy, BackingAndQOutEqualOracleGuardsIntactInputsUnchangedDeterministic) {
   KVC_REQUIRE_CUDA_DEVICE();
-  expect_conformant(cases::build_legacy(GetParam(), 0), GetParam().name());
+  gpu::expect_conformant(cases::build_legacy(GetParam(), 0), GetParam().name());
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, KernelMatrixLegacy, ::testing::ValuesIn(cases::kernel_matrix(InsertOp::kLegacy)),
@@ -166,7 +150,7 @@ class LegacyFlags : public ::testing::TestWithParam<FlagCase> {};
 
 TEST_P(LegacyFlags, EqualOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
-  expect_conformant(GetParam().build(), GetParam().name);
+  gpu::expect_conformant(GetParam().build(), GetParam().name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, LegacyFlags, ::testing::ValuesIn(flag_cases()),

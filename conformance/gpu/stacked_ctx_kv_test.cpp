@@ -193,13 +193,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-class StackedProduction : public ::testing::TestWithParam<cases::StackedSpec> {};
+// The production shape's case, built once per test (skipped without a device or the library's
+// support for it); t0 times the whole test, the case's construction included.
+class StackedProduction : public ::testing::TestWithParam<cases::StackedSpec> {
+ protected:
+  void SetUp() override {
+    KVC_REQUIRE_CUDA_DEVICE();
+    c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
+    KVC_REQUIRE_STACKED_SUPPORT(c);
+  }
+
+  const std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  StackedCtxKvCase c;
+};
 
 TEST_P(StackedProduction, ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens) {
-  KVC_REQUIRE_CUDA_DEVICE();
-  const auto t0 = std::chrono::steady_clock::now();
-  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
-  KVC_REQUIRE_STACKED_SUPPORT(c);
   const std::string test = "StackedProduction.ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens/" + GetParam().name;
   const DeviceResult stacked = run_device(c, StackedPathRequest::kAuto, StackedGemm::kExactOrder);
   const DeviceResult per_layer = run_device(c, StackedPathRequest::kPerLayer, StackedGemm::kExactOrder);
@@ -220,10 +228,6 @@ TEST_P(StackedProduction, ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens) 
 }
 
 TEST_P(StackedProduction, CublasWithinTheBudgetAndExactAfterTheGemm) {
-  KVC_REQUIRE_CUDA_DEVICE();
-  const auto t0 = std::chrono::steady_clock::now();
-  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
-  KVC_REQUIRE_STACKED_SUPPORT(c);
   const std::string test = "StackedProduction.CublasWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name;
   const std::vector<std::int64_t> tokens =
       testkit::sample_tokens(c.num_tokens(), cases::kStackedSampledRandomTokens, GetParam().shape.seed + 1);

@@ -28,6 +28,7 @@
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc {
 namespace {
@@ -115,20 +116,7 @@ INSTANTIATE_TEST_SUITE_P(Registry, KernelMatrixStore, ::testing::ValuesIn(packed
 
 // ---- validation, skipped indices, the declared profile ------------------------------------------
 
-struct StoreRuleCell {
-  const testkit::StoreRuleBreaker* breaker;
-  RecordFormat format;
-  testkit::StorePages pages;
-};
-
-std::vector<StoreRuleCell> store_rule_cells() {
-  std::vector<StoreRuleCell> cells;
-  for (const testkit::StoreRuleBreaker& b : testkit::store_rule_breakers())
-    for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528})
-      for (testkit::StorePages p : testkit::kAllStorePages)
-        if (b.applies(p)) cells.push_back({&b, f, p});
-  return cells;
-}
+using testkit::StoreRuleCell;
 
 // Rules only the host sees (values, buffer sizes), and breakers a DLTensor cannot carry or that
 // leave a required tensor out (the wrapper answers KVC_STATUS_BAD_ARGUMENT, not a rule's code).
@@ -164,11 +152,8 @@ TEST_P(StoreRotatedAbi, RejectedWithItsCodeByTheHarnessAndByTheLibraryNothingWri
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedAbi, ::testing::ValuesIn(store_rule_cells()),
-                         [](const ::testing::TestParamInfo<StoreRuleCell>& p) {
-                           return p.param.breaker->name + "_" + std::string(layout_of(p.param.format).name) + "_" +
-                                  testkit::store_pages_name(p.param.pages);
-                         });
+INSTANTIATE_TEST_SUITE_P(Breakers, StoreRotatedAbi, ::testing::ValuesIn(testkit::store_rule_matrix()),
+                         testkit::ParamNamedBy<testkit::store_rule_cell_name>());
 
 TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
   KVC_REQUIRE_CUDA_DEVICE();

@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "testkit/device/cuda_graph_support.h"
+#include "testkit/device/owned_stream.h"
 #include "testkit/device/default_stream_gate.h"
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
@@ -146,7 +147,7 @@ constexpr const char* kLeftWork =
   const InsertOutputs initial = testkit::make_outputs(c);
   const InsertOutputs expected = gpu::oracle_outputs(c);
   testkit::DeviceCaseBuffers resident(c, initial);
-  gpu::OwnedStream stream;
+  testkit::OwnedStream stream;
   // Warm-up: loads the library's kernels before the hold (see default_stream_gate.h).
   std::string message;
   if (const int rc = resident.enqueue(abi, stream.get(), &message); rc != 0)
@@ -198,7 +199,7 @@ TEST(DefaultStreamHeldKvNorm, StandaloneKvNormOnItsOwnStreamEqualsOracle) {
   ASSERT_TRUE(oracle::kv_norm(kv, w, kEps, &expected).ok());
   testkit::DeviceKvNormBuffers resident(kv, w, kEps, /*in_place=*/false);
   const std::vector<std::uint16_t> canary = resident.read_out();
-  gpu::OwnedStream stream;
+  testkit::OwnedStream stream;
   const testkit::KernelAbi& abi = gpu::kernel_library().abi();
   std::string message;
   ASSERT_EQ(resident.enqueue(abi, stream.get(), &message), 0) << message;  // warm-up
@@ -240,7 +241,7 @@ TEST_P(TwoStreams, ConcurrentCallsOnTwoCachesEachEqualTheOracle) {
   KVC_REQUIRE_SUPPORT(reference, b);
   testkit::DeviceCaseBuffers resident_a(a, testkit::make_outputs(a));
   testkit::DeviceCaseBuffers resident_b(b, testkit::make_outputs(b));
-  gpu::OwnedStream stream_a, stream_b;
+  testkit::OwnedStream stream_a, stream_b;
   const testkit::KernelAbi& abi = gpu::kernel_library().abi();
   std::string message;
   // Everything is queued before anything is waited for: the two streams run side by side.
@@ -274,13 +275,15 @@ std::vector<StreamSpec> graph_specs() {
   return v;
 }
 
+// Enqueues a captured graph's replay on `stream` and waits for it; puts the outputs in `out`. ""
+// when it went as it must, else what went wrong.
+using Replay = std::function<std::string(const gpu::CapturedGraph&, void* stream, const InsertCase& c,
+                                         testkit::DeviceCaseBuffers&, InsertOutputs* out)>;
+
 // Captures round 0 on one stream, rewrites the inputs to round `round` (new kv and positions;
 // not the last round, whose slots are all -1) and replays on another stream through `replay`
 // (which enqueues and waits); the outputs equal the oracle's for round `round`.
-::testing::AssertionResult replay_on_another_stream_conforms(
-    const StreamSpec& spec, int round,
-    const std::function<std::string(const gpu::CapturedGraph&, void* stream, const InsertCase& c,
-                                    testkit::DeviceCaseBuffers&, InsertOutputs* out)>& replay) {
+::testing::AssertionResult replay_on_another_stream_conforms(const StreamSpec& spec, int round, const Replay& replay) {
   testkit::DeviceBackend reference = gpu::make_backend();
   const InsertCase first = stream_case(spec, 0);
   const InsertCase c = stream_case(spec, round);
@@ -288,7 +291,7 @@ std::vector<StreamSpec> graph_specs() {
   if (const Status s = reference.run(first, warm_up); !s.ok())
     return ::testing::AssertionFailure() << spec.name() << ": rejected: " << s.ToString();
   testkit::DeviceCaseBuffers resident(first, testkit::make_outputs(first));
-  gpu::OwnedStream capture_stream, replay_stream;
+  testkit::OwnedStream capture_stream, replay_stream;
   const testkit::KernelAbi& abi = gpu::kernel_library().abi();
   const gpu::CapturedGraph graph(capture_stream.get(),
                                  [&](void* s, std::string* message) { return resident.enqueue(abi, s, message); });
@@ -303,21 +306,50 @@ std::vector<StreamSpec> graph_specs() {
                              spec.name() + " replayed on another stream");
 }
 
+// The graph tests below: skipped without a device or without the library's support for the
+// spec's op; otherwise replay_on_another_stream_conforms(spec, 1, replay) must hold.
+void expect_replay_on_another_stream_conforms(const StreamSpec& spec, const Replay& replay) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackend reference = gpu::make_backend();
+  KVC_REQUIRE_SUPPORT(reference, stream_case(spec, 0));
+  EXPECT_TRUE(replay_on_another_stream_conforms(spec, 1, replay));
+}
+
+// A replay: launch, wait, read the outputs.
+std::string replay_and_read(const gpu::CapturedGraph& graph, void* stream, const InsertCase&,
+                            testkit::DeviceCaseBuffers& resident, InsertOutputs* out) {
+  graph.launch(stream);
+  testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "synchronising the replay");
+  *out = resident.read_outputs();
+  return std::string();
+}
+
+// A replay with the legacy default stream held: a warm-up replay, then the outputs back to the
+// canary, then the replay whose writes a read under the hold must see.
+std::string replay_with_the_default_stream_held(const gpu::CapturedGraph& graph, void* stream, const InsertCase& c,
+                                                testkit::DeviceCaseBuffers& resident, InsertOutputs* out) {
+  graph.launch(stream);  // warm-up: the graph's kernels are loaded before the hold
+  testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "synchronising the warm-up");
+  // Back to the canary (and the inputs again: bf16_512 rotates Q in place), so that the held
+  // read sees only the held replay's writes.
+  resident.write_outputs(testkit::make_outputs(c));
+  resident.write_inputs(c);
+  const HeldObservation o = with_default_stream_held(
+      stream,
+      [&](void* s, std::string*) {
+        graph.launch(s);
+        return 0;
+      },
+      [&] { *out = resident.read_outputs(); });
+  if (std::string why = held_failure(o); !why.empty()) return why;
+  if (resident.read_outputs().cache != out->cache) return std::string(kLeftWork);
+  return std::string();
+}
+
 class GraphOnAnotherStream : public ::testing::TestWithParam<StreamSpec> {};
 
 TEST_P(GraphOnAnotherStream, ReplayWithNewInputsEqualsOracle) {
-  KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackend reference = gpu::make_backend();
-  KVC_REQUIRE_SUPPORT(reference, stream_case(GetParam(), 0));
-  EXPECT_TRUE(replay_on_another_stream_conforms(
-      GetParam(), 1,
-      [](const gpu::CapturedGraph& graph, void* stream, const InsertCase&, testkit::DeviceCaseBuffers& resident,
-         InsertOutputs* out) {
-        graph.launch(stream);
-        testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "synchronising the replay");
-        *out = resident.read_outputs();
-        return std::string();
-      }));
+  expect_replay_on_another_stream_conforms(GetParam(), replay_and_read);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, GraphOnAnotherStream, ::testing::ValuesIn(graph_specs()),
@@ -326,30 +358,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, GraphOnAnotherStream, ::testing::ValuesIn(graph_sp
 class DefaultStreamHeldGraph : public ::testing::TestWithParam<StreamSpec> {};
 
 TEST_P(DefaultStreamHeldGraph, ReplayOnAnotherStreamWithTheDefaultStreamHeldEqualsOracle) {
-  KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackend reference = gpu::make_backend();
-  KVC_REQUIRE_SUPPORT(reference, stream_case(GetParam(), 0));
-  EXPECT_TRUE(replay_on_another_stream_conforms(
-      GetParam(), 1,
-      [](const gpu::CapturedGraph& graph, void* stream, const InsertCase& c, testkit::DeviceCaseBuffers& resident,
-         InsertOutputs* out) {
-        graph.launch(stream);  // warm-up: the graph's kernels are loaded before the hold
-        testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "synchronising the warm-up");
-        // Back to the canary (and the inputs again: bf16_512 rotates Q in place), so that the held
-        // read sees only the held replay's writes.
-        resident.write_outputs(testkit::make_outputs(c));
-        resident.write_inputs(c);
-        const HeldObservation o = with_default_stream_held(
-            stream,
-            [&](void* s, std::string*) {
-              graph.launch(s);
-              return 0;
-            },
-            [&] { *out = resident.read_outputs(); });
-        if (std::string why = held_failure(o); !why.empty()) return why;
-        if (resident.read_outputs().cache != out->cache) return std::string(kLeftWork);
-        return std::string();
-      }));
+  expect_replay_on_another_stream_conforms(GetParam(), replay_with_the_default_stream_held);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, DefaultStreamHeldGraph, ::testing::ValuesIn(graph_specs()),
@@ -363,7 +372,7 @@ TEST(DefaultStreamHeldGate, HoldsAMemsetOnTheLegacyStreamAndReleasesIt) {
   testkit::check_cuda(cudaMalloc(&p, 256), "cudaMalloc");
   testkit::check_cuda(cudaMemset(p, 0x11, 256), "cudaMemset");
   testkit::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  gpu::OwnedStream reader;
+  testkit::OwnedStream reader;
   unsigned char* host = nullptr;
   testkit::check_cuda(cudaHostAlloc(reinterpret_cast<void**>(&host), 256, cudaHostAllocDefault), "cudaHostAlloc");
   auto first_byte = [&] {

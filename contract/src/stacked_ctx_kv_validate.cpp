@@ -3,16 +3,14 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
+
+#include "rule_order.h"
+#include "tensor_rules.h"
 
 namespace kvc {
 namespace {
 
-std::string shape_text(const TensorMeta& m) {
-  std::string s = "[";
-  for (int d = 0; d < m.rank(); ++d) s += (d ? ", " : "") + std::to_string(m.size(d));
-  return s + "]";
-}
+using detail::shape_text;
 
 std::string layer_text(int i) { return "layer " + std::to_string(i); }
 
@@ -71,11 +69,7 @@ Status check_metadata_well_formed(const StackedCtxKvCase& c) {
 Status check_inputs_cover(const StackedCtxKvCase& c) {
   Status status;
   for_each_tensor(c, [&](const std::string& name, const HostTensor& t) {
-    if (!status.ok() || !t.present) return;
-    if (static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes())
-      status = Error(ErrorCode::kInputTooSmall, name + " " + shape_text(t.meta) + " needs " +
-                                                    std::to_string(t.meta.span_bytes()) + " bytes, has " +
-                                                    std::to_string(t.bytes.size()));
+    if (status.ok()) status = detail::check_bytes_cover(name, t);
   });
   return status;
 }
@@ -164,8 +158,8 @@ Status check_contract(const StackedCtxKvCase& c) {
 }
 
 // Two slots of a pool must not share an element: the slot stride covers a slot (or there is at
-// most one slot).
-Status check_strict_metadata(const StackedCtxKvCase& c) {
+// most one slot). Metadata only, whatever the access.
+Status check_strict_metadata(const StackedCtxKvCase& c, ValueAccess) {
   for (int i = 0; i < c.num_layers(); ++i) {
     const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(i)];
     for (const auto& [name, m] :
@@ -202,33 +196,27 @@ Status check_ranges(const StackedCtxKvCase& c) {
 }
 
 Status check_duplicates(const StackedCtxKvCase& c) {
-  std::unordered_map<std::int64_t, std::int64_t> first_token_of_slot;
-  for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
-    const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
-    if (slot < 0) continue;
-    const auto [it, inserted] = first_token_of_slot.emplace(slot, t);
-    if (!inserted)
-      return Error(ErrorCode::kStackedDuplicateSlot, "cache_loc " + std::to_string(slot) + " at tokens " +
-                                                         std::to_string(it->second) + " and " + std::to_string(t));
-  }
+  const auto slot_at = [&](std::int64_t t) { return c.cache_loc.load<std::int64_t>(t); };
+  if (const auto r = detail::first_repeated_slot(c.num_tokens(), slot_at))
+    return Error(ErrorCode::kStackedDuplicateSlot, "cache_loc " + std::to_string(r->slot) + " at tokens " +
+                                                       std::to_string(r->first_row) + " and " +
+                                                       std::to_string(r->second_row));
   return Status::Ok();
+}
+
+// The value rules: the ranges at every level, duplicate slots at kStrict.
+Status check_values(const StackedCtxKvCase& c, ValidationLevel level) {
+  if (Status s = check_ranges(c); !s.ok()) return s;
+  return level == ValidationLevel::kStrict ? check_duplicates(c) : Status::Ok();
 }
 
 }  // namespace
 
 Status validate_stacked_ctx_kv(const StackedCtxKvCase& c, ValidationLevel level, ValueAccess access) {
-  const bool values = access == ValueAccess::kMetadataAndValues;
-  if (Status s = check_metadata_well_formed(c); !s.ok()) return s;
-  if (values) {
-    if (Status s = check_inputs_cover(c); !s.ok()) return s;
-  }
-  if (Status s = check_contract(c); !s.ok()) return s;
-  if (level == ValidationLevel::kStrict) {
-    if (Status s = check_strict_metadata(c); !s.ok()) return s;
-  }
-  if (!values) return Status::Ok();
-  if (Status s = check_ranges(c); !s.ok()) return s;
-  return level == ValidationLevel::kStrict ? check_duplicates(c) : Status::Ok();
+  return detail::validate_in_rule_order(
+      c, level, access,
+      detail::RuleSteps<StackedCtxKvCase>{check_metadata_well_formed, check_inputs_cover, check_contract,
+                                          check_strict_metadata, check_values});
 }
 
 Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedCtxKvOutputs& out) {

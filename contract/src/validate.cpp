@@ -4,16 +4,16 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <unordered_map>
+
+#include "kvc/insert_inputs.h"
+#include "rule_order.h"
+#include "tensor_rules.h"
 
 namespace kvc {
 namespace {
 
-std::string shape_string(const TensorMeta& m) {
-  std::string s = "[";
-  for (int d = 0; d < m.rank(); ++d) s += (d ? ", " : "") + std::to_string(m.size(d));
-  return s + "]";
-}
+using detail::aligned;
+using detail::shape_text;
 
 bool is_row512(const TensorMeta& m) { return m.rank() == 2 && m.size(1) == kHeadDim; }
 bool is_index_vector(const HostTensor& t) {
@@ -21,7 +21,6 @@ bool is_index_vector(const HostTensor& t) {
 }
 // One fp32 element: shape [1] or a 0-d tensor.
 bool is_f32_scalar(const HostTensor& t) { return t.meta.dtype == DType::kF32 && t.meta.numel() == 1; }
-bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
 
 // Why a tensor's metadata is not well formed (TensorMeta::well_formed), or "" when it is.
 std::string meta_defect(const TensorMeta& m) {
@@ -33,21 +32,17 @@ std::string meta_defect(const TensorMeta& m) {
     if (m.size(d) < 0) return "size(" + std::to_string(d) + ") " + std::to_string(m.size(d));
     if (m.stride(d) < 0) return "stride(" + std::to_string(d) + ") " + std::to_string(m.stride(d));
   }
-  if (!m.checked_span_bytes()) return shape_string(m) + ": element count or byte extent past int64";
+  if (!m.checked_span_bytes()) return shape_text(m) + ": element count or byte extent past int64";
   return {};
 }
 
 // Every tensor argument of the case's op, well formed, before anything computes an extent from
 // it (the coverage and contiguity rules, the oracle's addressing).
 Status check_metadata_well_formed(const InsertCase& c) {
-  const HostTensor* tensors[] = {&c.kv,        &c.slots, &c.positions,   &c.cos_sin,
-                                 &c.fp8_scale, &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
-  const char* names[] = {"kv", "slot_mapping", "position_ids",  "cos_sin_cache", "fp8_scale",
-                         "q",  "q_scale_inv",  "kv_norm_weight"};
-  for (std::size_t i = 0; i < std::size(tensors); ++i) {
-    if (!tensors[i]->present) continue;
-    if (const std::string why = meta_defect(tensors[i]->meta); !why.empty())
-      return Error(ErrorCode::kTensorMetaInvalid, std::string(names[i]) + ": " + why);
+  for (const auto& [name, t] : named_inputs(c)) {
+    if (!t->present) continue;
+    if (const std::string why = meta_defect(t->meta); !why.empty())
+      return Error(ErrorCode::kTensorMetaInvalid, std::string(name) + ": " + why);
   }
   if (c.op == InsertOp::kLegacy) {
     if (const std::string why = meta_defect(c.q_out); !why.empty())
@@ -103,18 +98,8 @@ bool legacy_rotates_q(const InsertCase& c, RecordFormat f) {
 }
 
 Status check_inputs_cover(const InsertCase& c) {
-  const HostTensor* tensors[] = {&c.kv,        &c.slots, &c.positions,   &c.cos_sin,
-                                 &c.fp8_scale, &c.q,     &c.q_scale_inv, &c.kv_norm_weight};
-  const char* names[] = {"kv", "slot_mapping", "position_ids",  "cos_sin_cache", "fp8_scale",
-                         "q",  "q_scale_inv",  "kv_norm_weight"};
-  for (std::size_t i = 0; i < std::size(tensors); ++i) {
-    const HostTensor& t = *tensors[i];
-    if (!t.present) continue;
-    if (static_cast<std::int64_t>(t.bytes.size()) < t.meta.span_bytes())  // metadata already well formed
-      return Error(ErrorCode::kInputTooSmall, std::string(names[i]) + " " + shape_string(t.meta) + " needs " +
-                                                  std::to_string(t.meta.span_bytes()) + " bytes, has " +
-                                                  std::to_string(t.bytes.size()));
-  }
+  for (const auto& [name, t] : named_inputs(c))  // metadata already well formed
+    if (Status s = detail::check_bytes_cover(name, *t); !s.ok()) return s;
   return Status::Ok();
 }
 
@@ -125,7 +110,7 @@ Status check_kv(const InsertCase& c) {
   const DType kd = c.kv.meta.dtype;
   if (!(kd == DType::kBF16 || (legacy && kd == DType::kF16)))
     return Error(ErrorCode::kKvDtype, legacy ? "legacy op: bf16 or f16" : "KV-only op: bf16 only");
-  if (!is_row512(c.kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(c.kv.meta));
+  if (!is_row512(c.kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_text(c.kv.meta));
   if (!c.kv.meta.contiguous())
     return Error(ErrorCode::kKvNotContiguous, "kv row stride " + std::to_string(c.kv.meta.stride(0)));
   return Status::Ok();
@@ -136,7 +121,7 @@ Status check_q_input(const InsertCase& c) {
   if (c.op != InsertOp::kLegacy) return Status::Ok();
   const std::int64_t n = c.kv.meta.size(0);
   if (!c.q.present || c.q.meta.rank() != 3 || c.q.meta.size(2) != kHeadDim || c.q.meta.size(0) != n)
-    return Error(ErrorCode::kQShape, c.q.present ? "q_in is " + shape_string(c.q.meta) : "q_in is missing");
+    return Error(ErrorCode::kQShape, c.q.present ? "q_in is " + shape_text(c.q.meta) : "q_in is missing");
   if (!c.q.meta.contiguous()) return Error(ErrorCode::kQNotContiguous);
   if (c.q.meta.dtype != c.kv.meta.dtype) return Error(ErrorCode::kQDtype);
   return Status::Ok();
@@ -182,7 +167,7 @@ Status check_index_tensors(const InsertCase& c) {
                  std::to_string(c.slots.meta.size(0)) + " slots for " + std::to_string(n) + " rows");
   if (!c.cos_sin.present || c.cos_sin.meta.dtype != DType::kF32 || c.cos_sin.meta.rank() != 2 ||
       c.cos_sin.meta.size(1) != kRopeDim || !c.cos_sin.meta.contiguous())
-    return Error(ErrorCode::kCosSinInvalid, c.cos_sin.present ? shape_string(c.cos_sin.meta) : "missing");
+    return Error(ErrorCode::kCosSinInvalid, c.cos_sin.present ? shape_text(c.cos_sin.meta) : "missing");
   return Status::Ok();
 }
 
@@ -218,7 +203,7 @@ Status check_padded_q_output(const InsertCase& c) {
   const bool empty = c.q_out.rank() == 1 && c.q_out.size(0) == 0;
   const bool padded =
       c.q_out.rank() == 3 && c.q_out.size(0) == n && c.q_out.size(2) == kHeadDim && c.q_out.contiguous();
-  if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out));
+  if (!empty && !padded) return Error(ErrorCode::kQOutShape, "q_out is " + shape_text(c.q_out));
   const std::int64_t hp = c.padded_heads();
   if (std::find(kSupportedHeadPadding.begin(), kSupportedHeadPadding.end(), hp) == kSupportedHeadPadding.end())
     return Error(ErrorCode::kUnsupportedHeadPadding, "Hp = " + std::to_string(hp));
@@ -232,7 +217,7 @@ Status check_full_cache_q_output(const InsertCase& c, RecordFormat format) {
   const DType want = format == RecordFormat::kFp8_512 ? DType::kE4M3 : DType::kBF16;
   if (c.q_out.dtype != want) return Error(ErrorCode::kQOutDtype);
   if (c.q_out.sizes != c.q.meta.sizes || !c.q_out.contiguous())
-    return Error(ErrorCode::kQOutShape, "q_out is " + shape_string(c.q_out) + ", q is " + shape_string(c.q.meta));
+    return Error(ErrorCode::kQOutShape, "q_out is " + shape_text(c.q_out) + ", q is " + shape_text(c.q.meta));
   if (format == RecordFormat::kFp8_512 && (!c.q_scale_inv.present || !is_f32_scalar(c.q_scale_inv)))
     return Error(ErrorCode::kQScaleShape);
   return Status::Ok();
@@ -252,7 +237,7 @@ Status check_kv_norm_weight(const InsertCase& c) {
   if (c.op == InsertOp::kLegacy)
     return Error(ErrorCode::kNormWeightInvalid, "kv_norm is fused only in front of the KV-only insert");
   if (w.dtype != DType::kBF16 || w.rank() != 1 || w.size(0) != kHeadDim || !w.contiguous())
-    return Error(ErrorCode::kNormWeightInvalid, shape_string(w));
+    return Error(ErrorCode::kNormWeightInvalid, shape_text(w));
   return Status::Ok();
 }
 
@@ -267,7 +252,7 @@ Status check_contract(const InsertCase& c) {
 
 // Rules whose violation would make even the oracle read or write out of bounds: enforced at
 // every level (the upstream ops leave them undefined).
-Status check_memory_safety(const InsertCase& c) {
+Status check_memory_safety(const InsertCase& c, ValidationLevel) {
   const std::int64_t capacity = c.cache.num_blocks * c.block_size;
   for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
     const std::int64_t s = c.slots.load<std::int64_t>(t);
@@ -320,15 +305,10 @@ Status check_strict(const InsertCase& c, ValueAccess access) {
       return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
 
   if (access == ValueAccess::kMetadataOnly) return Status::Ok();
-  std::unordered_map<std::int64_t, std::int64_t> first_token_of_slot;
-  for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
-    const std::int64_t s = c.slots.load<std::int64_t>(t);
-    if (s < 0) continue;
-    const auto [it, inserted] = first_token_of_slot.emplace(s, t);
-    if (!inserted)
-      return Error(ErrorCode::kDuplicateSlot, "slot " + std::to_string(s) + " at tokens " + std::to_string(it->second) +
-                                                  " and " + std::to_string(t));
-  }
+  const auto slot_at = [&](std::int64_t t) { return c.slots.load<std::int64_t>(t); };
+  if (const auto r = detail::first_repeated_slot(c.num_inserted(), slot_at))
+    return Error(ErrorCode::kDuplicateSlot, "slot " + std::to_string(r->slot) + " at tokens " +
+                                                std::to_string(r->first_row) + " and " + std::to_string(r->second_row));
   if (c.fp8_scale.present && *format_of(c) == RecordFormat::kFp8_512) {
     const float s = c.fp8_scale.load<float>(0);
     if (!std::isfinite(s) || !(s > 0.0f)) return Error(ErrorCode::kFp8ScaleValue, "scale " + std::to_string(s));
@@ -341,18 +321,12 @@ Status check_strict(const InsertCase& c, ValueAccess access) {
 }
 
 Status validate(const InsertCase& c, ValidationLevel level, ValueAccess access) {
-  const bool values = access == ValueAccess::kMetadataAndValues;
   if (c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy)
     return Error(ErrorCode::kWrongOp, "op code " + std::to_string(static_cast<int>(c.op)));
-  if (Status s = check_metadata_well_formed(c); !s.ok()) return s;
-  if (values) {
-    if (Status s = check_inputs_cover(c); !s.ok()) return s;
-  }
-  if (Status s = check_contract(c); !s.ok()) return s;
-  if (level == ValidationLevel::kStrict) {
-    if (Status s = check_strict(c, access); !s.ok()) return s;
-  }
-  return values ? check_memory_safety(c) : Status::Ok();
+  return detail::validate_in_rule_order(
+      c, level, access,
+      detail::RuleSteps<InsertCase>{check_metadata_well_formed, check_inputs_cover, check_contract, check_strict,
+                                    check_memory_safety});
 }
 
 }  // namespace
@@ -412,7 +386,7 @@ Status validate_kv_norm(const HostTensor& kv, const HostTensor& weight, ValueAcc
     if (const std::string why = meta_defect(weight.meta); !why.empty())
       return Error(ErrorCode::kTensorMetaInvalid, "kv_norm weight: " + why);
   }
-  if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_string(kv.meta));
+  if (!is_row512(kv.meta)) return Error(ErrorCode::kKvShape, "kv is " + shape_text(kv.meta));
   if (!kv.meta.contiguous()) return Error(ErrorCode::kKvNotContiguous);
   if (values && static_cast<std::int64_t>(kv.bytes.size()) < kv.meta.span_bytes())
     return Error(ErrorCode::kInputTooSmall, "kv");

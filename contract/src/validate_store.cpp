@@ -3,18 +3,15 @@
 
 #include <algorithm>
 #include <string>
-#include <unordered_map>
+
+#include "rule_order.h"
+#include "tensor_rules.h"
 
 namespace kvc {
 namespace {
 
-std::string shape_string(const TensorMeta& m) {
-  std::string s = "[";
-  for (int d = 0; d < m.rank(); ++d) s += (d ? ", " : "") + std::to_string(m.size(d));
-  return s + "]";
-}
-
-bool aligned(std::int64_t bytes) { return bytes % kAlignment == 0; }
+using detail::aligned;
+using detail::shape_text;
 
 // One past the last byte the store cache can touch: the tensor's own extent, every page
 // (num_blocks * stride), and the last page's records (a stride below the dense page reaches past
@@ -34,7 +31,7 @@ CheckedI64 store_view_end(const StoreCase& c) {
 
 Status malformed(const char* name, const TensorMeta& m) {
   return Error(ErrorCode::kTensorMetaInvalid,
-               std::string(name) + " " + shape_string(m) + ": rank, sign, dtype or extent is malformed");
+               std::string(name) + " " + shape_text(m) + ": rank, sign, dtype or extent is malformed");
 }
 
 Status check_metadata(const StoreCase& c) {
@@ -45,14 +42,8 @@ Status check_metadata(const StoreCase& c) {
 }
 
 Status check_inputs_cover(const StoreCase& c) {
-  for (const auto& [name, t] : {std::make_pair("rows", &c.rows), std::make_pair("indices", &c.indices)}) {
-    if (!t->present) continue;
-    if (static_cast<std::int64_t>(t->bytes.size()) < t->meta.span_bytes())
-      return Error(ErrorCode::kInputTooSmall, std::string(name) + " " + shape_string(t->meta) + " needs " +
-                                                  std::to_string(t->meta.span_bytes()) + " bytes, has " +
-                                                  std::to_string(t->bytes.size()));
-  }
-  return Status::Ok();
+  if (Status s = detail::check_bytes_cover("rows", c.rows); !s.ok()) return s;
+  return detail::check_bytes_cover("indices", c.indices);
 }
 
 // Cache dtype, rank, block size and the shape rules of each of the two conventions.
@@ -60,7 +51,7 @@ Status check_cache_shape(const StoreCase& c) {
   const TensorMeta& m = c.cache;
   if (m.dtype != DType::kU8)
     return Error(ErrorCode::kStoreCacheNotPacked, "cache dtype code " + std::to_string(static_cast<int>(m.dtype)));
-  if (m.rank() != 2 && m.rank() != 3) return Error(ErrorCode::kStoreCacheRank, "cache is " + shape_string(m));
+  if (m.rank() != 2 && m.rank() != 3) return Error(ErrorCode::kStoreCacheRank, "cache is " + shape_text(m));
   if (c.block_size <= 0) return Error(ErrorCode::kBlockSizeNonPositive, "block_size " + std::to_string(c.block_size));
   const RecordLayout& l = layout_of(store_format(c));
   if (m.rank() == 3) {
@@ -96,14 +87,14 @@ Status check_contract(const StoreCase& c) {
   if (!c.rows.present) return Error(ErrorCode::kKvShape, "rows are missing");
   if (c.rows.meta.dtype != DType::kBF16) return Error(ErrorCode::kKvDtype, "the store op takes bf16 rows only");
   if (c.rows.meta.rank() != 2 || c.rows.meta.size(1) != kHeadDim)
-    return Error(ErrorCode::kKvShape, "rows are " + shape_string(c.rows.meta));
+    return Error(ErrorCode::kKvShape, "rows are " + shape_text(c.rows.meta));
   if (!c.rows.meta.contiguous())
     return Error(ErrorCode::kKvNotContiguous, "row stride " + std::to_string(c.rows.meta.stride(0)));
   const std::int64_t n = c.rows.meta.size(0);
 
   const TensorMeta& im = c.indices.meta;
   if (!c.indices.present || (im.dtype != DType::kI32 && im.dtype != DType::kI64) || im.rank() != 1 || !im.contiguous())
-    return Error(ErrorCode::kStoreIndicesInvalid, c.indices.present ? "indices are " + shape_string(im) + " of dtype " +
+    return Error(ErrorCode::kStoreIndicesInvalid, c.indices.present ? "indices are " + shape_text(im) + " of dtype " +
                                                                           std::to_string(static_cast<int>(im.dtype))
                                                                     : "indices are missing");
   if (im.size(0) != n)
@@ -132,21 +123,15 @@ Status check_strict(const StoreCase& c, ValueAccess access) {
     if (!aligned(a.bytes))
       return Error(ErrorCode::kMisaligned, std::string(a.what) + " " + std::to_string(a.bytes) + " bytes");
   if (access == ValueAccess::kMetadataOnly) return Status::Ok();
-  std::unordered_map<std::int64_t, std::int64_t> first_row_of_slot;
-  for (std::int64_t t = 0; t < c.num_rows(); ++t) {
-    const std::int64_t s = c.index(t);
-    if (s < 0) continue;
-    const auto [it, inserted] = first_row_of_slot.emplace(s, t);
-    if (!inserted)
-      return Error(ErrorCode::kDuplicateSlot, "slot " + std::to_string(s) + " at rows " + std::to_string(it->second) +
-                                                  " and " + std::to_string(t));
-  }
+  if (const auto r = detail::first_repeated_slot(c.num_rows(), [&](std::int64_t t) { return c.index(t); }))
+    return Error(ErrorCode::kDuplicateSlot, "slot " + std::to_string(r->slot) + " at rows " +
+                                                std::to_string(r->first_row) + " and " + std::to_string(r->second_row));
   return Status::Ok();
 }
 
 // Enforced at every level when values are available: an index past the cache would make even
 // the oracle write out of bounds.
-Status check_memory_safety(const StoreCase& c) {
+Status check_memory_safety(const StoreCase& c, ValidationLevel) {
   const CacheGeometry g = store_cache_geometry(c);
   const std::int64_t capacity = g.num_blocks * g.block_size;
   for (std::int64_t t = 0; t < c.num_rows(); ++t) {
@@ -162,16 +147,9 @@ Status check_memory_safety(const StoreCase& c) {
 }  // namespace
 
 Status validate_store_rotated(const StoreCase& c, ValidationLevel level, ValueAccess access) {
-  const bool values = access == ValueAccess::kMetadataAndValues;
-  if (Status s = check_metadata(c); !s.ok()) return s;
-  if (values) {
-    if (Status s = check_inputs_cover(c); !s.ok()) return s;
-  }
-  if (Status s = check_contract(c); !s.ok()) return s;
-  if (level == ValidationLevel::kStrict) {
-    if (Status s = check_strict(c, access); !s.ok()) return s;
-  }
-  return values ? check_memory_safety(c) : Status::Ok();
+  return detail::validate_in_rule_order(c, level, access,
+                                        detail::RuleSteps<StoreCase>{check_metadata, check_inputs_cover, check_contract,
+                                                                     check_strict, check_memory_safety});
 }
 
 Status validate_store_backing(const StoreCase& c, const std::vector<std::uint8_t>& backing) {

@@ -7,7 +7,6 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
-#include "kvc/oracle/kv_norm.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/cases/rule_breakers.h"
@@ -16,10 +15,7 @@
 namespace kvc {
 namespace {
 
-testkit::DeviceBackend shim_backend(testkit::DeviceBackendOptions options = {}) {
-  options.throw_on_damage = false;
-  return testkit::DeviceBackend(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM), options);
-}
+testkit::DeviceBackend shim_backend() { return gpu::make_backend(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM)); }
 
 TEST(ExampleShim, LoadsAndDeclaresWhatItImplements) {
   const testkit::DeviceBackend shim = shim_backend();
@@ -50,27 +46,12 @@ TEST(ExampleShim, KvNormEqualsOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackend shim = shim_backend();
   testkit::Rng rng(5);
-  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 100), {100, kHeadDim});
-  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
-  std::vector<std::uint16_t> expected, actual;
-  ASSERT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
-  ASSERT_TRUE(shim.kv_norm(kv, w, 1e-6f, &actual).ok());
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(expected, actual);
+  gpu::expect_kv_norm_equals_oracle(shim, rng, 100);
 }
 
 TEST(ExampleShim, RejectsAMetadataRuleWithItsCodeAndWritesNothing) {
   KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackendOptions direct;
-  direct.host_validation = false;  // the shim's own validation must answer
-  testkit::DeviceBackend shim = shim_backend(direct);
-  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528);
-  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the shim as byte_offset
-  InsertOutputs out = testkit::make_outputs(c);
-  const InsertOutputs before = out;
-  EXPECT_EQ(shim.run(c, out).code, ErrorCode::kMisaligned);
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(out.cache, before.cache);
+  gpu::expect_rejects_misaligned_cache(testkit::KernelLibrary::open(KVC_EXAMPLE_SHIM), InsertOp::kKvOnly);
 }
 
 }  // namespace

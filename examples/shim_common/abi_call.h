@@ -97,6 +97,15 @@ Outcome forward_prepared(const PreparedCall& p, void* stream, Forward&& forward)
   return p.forward() ? forward(p, stream) : p.outcome;
 }
 
+// One op entry point of a shim: the call prepared by `prepare` (prepare_kv_only_insert, ...),
+// then answered or forwarded, with no exception crossing the C boundary.
+template <typename Args, typename Forward>
+int answer_op_call(ShimState& s, PreparedCall (*prepare)(const ShimConfig&, const char*, const Args*), const Args* args,
+                   void* stream, char* error, std::size_t error_capacity, Forward&& forward) {
+  return answer(s, error, error_capacity,
+                [&] { return forward_prepared(prepare(s.config, s.op_kind, args), stream, forward); });
+}
+
 }  // namespace kvc::shim
 
 // Defines the five C entry points of the kernel ABI for a shim, in the file that includes it:
@@ -105,37 +114,29 @@ Outcome forward_prepared(const PreparedCall& p, void* stream, Forward&& forward)
 // `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op; it is called only
 // for a call prepared for forwarding (forward_prepared). The entry points are the same in every
 // shim; only forward_ differs.
-#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                             \
-  extern "C" {                                                                                                     \
-  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                 \
-    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                                            \
-    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                     \
-    out->name = (name_).c_str();                                                                                   \
-    return KVC_STATUS_OK;                                                                                          \
-  }                                                                                                                \
-  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {    \
-    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                          \
-  }                                                                                                                \
-  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,            \
-                                        size_t error_capacity) {                                                   \
-    kvc::shim::ShimState& s = state_;                                                                              \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
-      return kvc::shim::forward_prepared(kvc::shim::prepare_kv_only_insert(s.config, s.op_kind, args), stream,     \
-                                         forward_);                                                                \
-    });                                                                                                            \
-  }                                                                                                                \
-  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,              \
-                                       size_t error_capacity) {                                                    \
-    kvc::shim::ShimState& s = state_;                                                                              \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
-      return kvc::shim::forward_prepared(kvc::shim::prepare_legacy_insert(s.config, s.op_kind, args), stream,      \
-                                         forward_);                                                                \
-    });                                                                                                            \
-  }                                                                                                                \
-  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) { \
-    kvc::shim::ShimState& s = state_;                                                                              \
-    return kvc::shim::answer(s, error, error_capacity, [&] {                                                       \
-      return kvc::shim::forward_prepared(kvc::shim::prepare_kv_norm(s.config, s.op_kind, args), stream, forward_); \
-    });                                                                                                            \
-  }                                                                                                                \
+#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                               \
+  extern "C" {                                                                                                       \
+  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                   \
+    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                                              \
+    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                       \
+    out->name = (name_).c_str();                                                                                     \
+    return KVC_STATUS_OK;                                                                                            \
+  }                                                                                                                  \
+  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {      \
+    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                            \
+  }                                                                                                                  \
+  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,              \
+                                        size_t error_capacity) {                                                     \
+    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_kv_only_insert, args, stream, error, error_capacity, \
+                                     forward_);                                                                      \
+  }                                                                                                                  \
+  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,                \
+                                       size_t error_capacity) {                                                      \
+    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_legacy_insert, args, stream, error, error_capacity,  \
+                                     forward_);                                                                      \
+  }                                                                                                                  \
+  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {   \
+    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_kv_norm, args, stream, error, error_capacity,        \
+                                     forward_);                                                                      \
+  }                                                                                                                  \
   }

@@ -20,6 +20,7 @@
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/status.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/device/abi_args.h"
 
 namespace kvc::shim {
 namespace {
@@ -44,57 +45,31 @@ class FakeCall {
     return &t;
   }
   const DLTensor* optional(const HostTensor& t) { return t.present ? tensor(t.meta) : nullptr; }
-  const DLTensor* cache(const CacheGeometry& g) {
-    TensorMeta m;
-    m.dtype = g.dtype;
-    m.sizes = {g.num_blocks, g.block_size, g.width};
-    m.strides = {g.stride0, g.stride1, g.stride2};
-    m.sizes.resize(static_cast<std::size_t>(g.rank));
-    m.strides.resize(static_cast<std::size_t>(g.rank));
-    m.offset_bytes = g.offset_bytes;
-    m.device = g.device;
-    return tensor(m);
-  }
 
-  kvc_kv_only_insert_args kv_only(const InsertCase& c) {
-    kvc_kv_only_insert_args a{};
-    a.struct_size = sizeof(a);
-    a.kv = tensor(c.kv.meta);
-    a.kv_cache = cache(c.cache);
-    a.slot_mapping = tensor(c.slots.meta);
-    a.position_ids = tensor(c.positions.meta);
-    a.cos_sin_cache = tensor(c.cos_sin.meta);
-    a.fp8_scale = optional(c.fp8_scale);
-    a.kv_norm_weight = optional(c.kv_norm_weight);
-    a.kv_norm_eps = c.kv_norm_eps;
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    return a;
-  }
-
-  kvc_legacy_insert_args legacy(const InsertCase& c) {
-    kvc_legacy_insert_args a{};
-    a.struct_size = sizeof(a);
-    a.q = tensor(c.q.meta);
-    a.q_out = tensor(c.q_out);
-    a.q_scale_inv = optional(c.q_scale_inv);
-    a.kv = tensor(c.kv.meta);
-    a.kv_cache = cache(c.cache);
-    a.slot_mapping = tensor(c.slots.meta);
-    a.position_ids = tensor(c.positions.meta);
-    a.cos_sin_cache = tensor(c.cos_sin.meta);
-    a.fp8_scale = optional(c.fp8_scale);
-    a.block_size = c.block_size;
-    a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
-    a.eps = c.eps;
-    a.apply_q_norm = c.apply_q_norm;
-    a.apply_q_rope = c.apply_q_rope;
-    a.q_interleaved = c.q_interleaved;
-    a.force_grid = 2;
-    return a;
-  }
+  // The structs as the suite's device backend fills them (testkit/device/abi_args.h), over fake
+  // tensors; the legacy call asks for grid 2 so that force_grid is seen to arrive.
+  kvc_kv_only_insert_args kv_only(const InsertCase& c) { return testkit::kv_only_insert_args(c, tensors(c)); }
+  kvc_legacy_insert_args legacy(const InsertCase& c) { return testkit::legacy_insert_args(c, tensors(c), 2); }
 
  private:
+  // A fake tensor for each argument of the case's op.
+  testkit::InsertCallTensors tensors(const InsertCase& c) {
+    testkit::InsertCallTensors t;
+    t.kv = tensor(c.kv.meta);
+    t.kv_cache = tensor(testkit::cache_meta(c.cache));
+    t.slot_mapping = tensor(c.slots.meta);
+    t.position_ids = tensor(c.positions.meta);
+    t.cos_sin_cache = tensor(c.cos_sin.meta);
+    t.fp8_scale = optional(c.fp8_scale);
+    t.kv_norm_weight = optional(c.kv_norm_weight);
+    if (c.op == InsertOp::kLegacy) {
+      t.q = tensor(c.q.meta);
+      t.q_out = tensor(c.q_out);
+      t.q_scale_inv = optional(c.q_scale_inv);
+    }
+    return t;
+  }
+
   std::deque<DLTensor> tensors_;
   std::deque<std::vector<std::int64_t>> dims_;
 };
@@ -127,22 +102,36 @@ T scalar_of(const PreparedCall& p, const std::string& name) {
   return std::get<T>(p.values.at(name));
 }
 
-TEST(ShimAbiCall, AValidKvOnlyCallGivesItsBindingAndEveryValueUnderEveryName) {
-  const ShimConfig config = every_op_config();
+// `check(f, c, call)` for a small valid case `c` of `op` in every format `f`, over a fresh FakeCall.
+template <typename Check>
+void for_each_format(InsertOp op, Check&& check) {
   for (RecordFormat f : kAllFormats) {
     SCOPED_TRACE(layout_of(f).name);
-    const InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, f);
     FakeCall call;
+    check(f, testkit::small_valid_case(op, f), call);
+  }
+}
+
+// The tensors both insert ops take, under each of their names: a swapped slot and position
+// tensor would write the wrong records.
+template <typename Args>
+void expect_kv_side_tensors(const PreparedCall& p, const Args& a) {
+  EXPECT_EQ(tensor_of(p, "kv"), a.kv);
+  for (const char* n : {"k_cache", "kv_cache", "cache"}) EXPECT_EQ(tensor_of(p, n), a.kv_cache) << n;
+  for (const char* n : {"slot_mapping", "slots"}) EXPECT_EQ(tensor_of(p, n), a.slot_mapping) << n;
+  for (const char* n : {"position_ids", "positions"}) EXPECT_EQ(tensor_of(p, n), a.position_ids) << n;
+}
+
+TEST(ShimAbiCall, AValidKvOnlyCallGivesItsBindingAndEveryValueUnderEveryName) {
+  const ShimConfig config = every_op_config();
+  for_each_format(InsertOp::kKvOnly, [&](RecordFormat f, const InsertCase& c, FakeCall& call) {
     const kvc_kv_only_insert_args a = call.kv_only(c);
     const PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
     ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
     ASSERT_TRUE(p.forward());
     ASSERT_NE(p.binding, nullptr);
     EXPECT_EQ(p.binding->op, f == RecordFormat::kPacked584 || f == RecordFormat::kPacked528 ? "t::packed" : "t::full");
-    EXPECT_EQ(tensor_of(p, "kv"), a.kv);
-    for (const char* n : {"k_cache", "kv_cache", "cache"}) EXPECT_EQ(tensor_of(p, n), a.kv_cache) << n;
-    for (const char* n : {"slot_mapping", "slots"}) EXPECT_EQ(tensor_of(p, n), a.slot_mapping) << n;
-    for (const char* n : {"position_ids", "positions"}) EXPECT_EQ(tensor_of(p, n), a.position_ids) << n;
+    expect_kv_side_tensors(p, a);
     EXPECT_EQ(tensor_of(p, "cos_sin_cache"), a.cos_sin_cache);
     EXPECT_EQ(tensor_of(p, "fp8_scale"), a.fp8_scale) << "None unless fp8_512";
     EXPECT_EQ(f == RecordFormat::kFp8_512, a.fp8_scale != nullptr);
@@ -150,7 +139,7 @@ TEST(ShimAbiCall, AValidKvOnlyCallGivesItsBindingAndEveryValueUnderEveryName) {
     for (const char* n : {"eps", "kv_norm_eps"}) EXPECT_EQ(scalar_of<double>(p, n), static_cast<double>(c.kv_norm_eps));
     for (const char* n : {"cache_block_size", "block_size"}) EXPECT_EQ(scalar_of<std::int64_t>(p, n), c.block_size);
     EXPECT_EQ(scalar_of<bool>(p, "kv_mxfp8"), f == RecordFormat::kPacked528);
-  }
+  });
 }
 
 TEST(ShimAbiCall, KvNormWeightPicksTheFusedBinding) {
@@ -169,10 +158,7 @@ TEST(ShimAbiCall, KvNormWeightPicksTheFusedBinding) {
 
 TEST(ShimAbiCall, LegacyValuesCarryTheHeadPaddingAndTheGridChoice) {
   const ShimConfig config = every_op_config();
-  for (RecordFormat f : kAllFormats) {
-    SCOPED_TRACE(layout_of(f).name);
-    const InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, f);
-    FakeCall call;
+  for_each_format(InsertOp::kLegacy, [&](RecordFormat f, const InsertCase& c, FakeCall& call) {
     kvc_legacy_insert_args a = call.legacy(c);
     PreparedCall p = prepare_legacy_insert(config, "test op", &a);
     ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
@@ -181,10 +167,7 @@ TEST(ShimAbiCall, LegacyValuesCarryTheHeadPaddingAndTheGridChoice) {
     for (const char* n : {"q_out", "q_fp8"}) EXPECT_EQ(tensor_of(p, n), a.q_out) << n;
     for (const char* n : {"q_scale_inv", "q_fp8_scale_inv"}) EXPECT_EQ(tensor_of(p, n), a.q_scale_inv) << n;
     EXPECT_EQ(f == RecordFormat::kFp8_512, a.q_scale_inv != nullptr);
-    for (const char* n : {"k_cache", "kv_cache", "cache"}) EXPECT_EQ(tensor_of(p, n), a.kv_cache) << n;
-    for (const char* n : {"slot_mapping", "slots"}) EXPECT_EQ(tensor_of(p, n), a.slot_mapping) << n;
-    for (const char* n : {"position_ids", "positions"}) EXPECT_EQ(tensor_of(p, n), a.position_ids) << n;
-    EXPECT_EQ(tensor_of(p, "kv"), a.kv);
+    expect_kv_side_tensors(p, a);
     EXPECT_EQ(scalar_of<double>(p, "eps"), static_cast<double>(c.eps));
     EXPECT_EQ(scalar_of<std::int64_t>(p, "q_head_padded"), c.padded_heads());
     EXPECT_EQ(scalar_of<bool>(p, "apply_q_norm"), c.apply_q_norm);
@@ -197,7 +180,7 @@ TEST(ShimAbiCall, LegacyValuesCarryTheHeadPaddingAndTheGridChoice) {
     p = prepare_legacy_insert(config, "test op", &a);
     ASSERT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
     EXPECT_EQ(scalar_of<std::int64_t>(p, "force_grid"), 0);
-  }
+  });
 }
 
 TEST(ShimAbiCall, MalformedCallsAnswer403AndForwardNothing) {

@@ -18,7 +18,6 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
-#include "kvc/oracle/kv_norm.h"
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/cases/small_cases.h"
@@ -52,10 +51,7 @@ const testkit::KernelLibrary& shim_library() {
   return library;
 }
 
-testkit::DeviceBackend shim_backend(testkit::DeviceBackendOptions options = {}) {
-  options.throw_on_damage = false;
-  return testkit::DeviceBackend(shim_library(), options);
-}
+testkit::DeviceBackend shim_backend() { return gpu::make_backend(shim_library()); }
 
 testkit::DeviceBackend direct_backend() {
   testkit::DeviceBackendOptions options;
@@ -119,13 +115,7 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
   KVC_REQUIRE_CUDA_DEVICE();
   testkit::DeviceBackend shim = shim_backend();
   testkit::Rng rng(11);
-  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 37), {37, kHeadDim});
-  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
-  std::vector<std::uint16_t> expected, actual;
-  ASSERT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
-  ASSERT_TRUE(shim.kv_norm(kv, w, 1e-6f, &actual).ok()) << shim.last_checks().abi_message;
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(expected, actual);
+  const HostTensor w = gpu::expect_kv_norm_equals_oracle(shim, rng, 37);
   for (RecordFormat f : kAllFormats) {
     InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, f, 5);
     c.kv_norm_weight = w;
@@ -139,17 +129,7 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
 
 KVC_SHIM_TEST(RejectsAMetadataRuleWithItsCodeAndCallsNoOp) {
   KVC_REQUIRE_CUDA_DEVICE();
-  testkit::DeviceBackendOptions direct;
-  direct.host_validation = false;  // the shim's own validation must answer
-  testkit::DeviceBackend shim = shim_backend(direct);
-  InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked528);
-  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the shim as byte_offset
-  InsertOutputs out = testkit::make_outputs(c);
-  const InsertOutputs before = out;
-  EXPECT_EQ(shim.run(c, out).code, ErrorCode::kMisaligned);
-  EXPECT_TRUE(gpu::clean(shim));
-  EXPECT_EQ(out.cache, before.cache);
-  EXPECT_EQ(out.q_out, before.q_out);
+  gpu::expect_rejects_misaligned_cache(shim_library(), InsertOp::kLegacy);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include <rapidcheck.h>
 
+#include "testkit/backends/forwarding_backend.h"
 #include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
@@ -40,30 +41,23 @@ double since(std::chrono::steady_clock::time_point t0) {
 // The backend as a property sees it: a case the backend does not implement is discarded (never
 // counted as passed). RapidCheck gives up on a run whose cases are mostly discarded. Everything
 // else the backend declares (rsqrt mode, profile, the store op) passes through unchanged.
-class SupportedCasesOnly final : public testkit::Backend {
+class SupportedCasesOnly final : public testkit::ForwardingBackend {
  public:
-  explicit SupportedCasesOnly(testkit::Backend& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  testkit::Support supports(const InsertCase& c) const override { return inner_.supports(c); }
-  RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override { return inner_.rsqrt_mode(op, q_norm); }
-  kvc::Profile declared_profile(const InsertCase& c) const override { return inner_.declared_profile(c); }
-  testkit::Support supports_store(const StoreCase& c) const override { return inner_.supports_store(c); }
+  using ForwardingBackend::ForwardingBackend;
+  testkit::Support supports_store(const StoreCase& c) const override { return inner().supports_store(c); }
   Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override {
-    return inner_.run_store(c, backing);
+    return inner().run_store(c, backing);
   }
-  kvc::Profile declared_store_profile(const StoreCase& c) const override { return inner_.declared_store_profile(c); }
+  kvc::Profile declared_store_profile(const StoreCase& c) const override { return inner().declared_store_profile(c); }
   Status run(const InsertCase& c, InsertOutputs& out) override {
-    if (const testkit::Support s = inner_.supports(c); !s.supported) {
+    if (const testkit::Support s = inner().supports(c); !s.supported) {
       unsupported_reason = s.reason;
       RC_DISCARD(s.reason);
     }
-    return inner_.run(c, out);
+    return inner().run(c, out);
   }
 
   std::string unsupported_reason;
-
- private:
-  testkit::Backend& inner_;
 };
 
 // Runs one property evaluation. An exception from the backend (BufferDamageError, a CUDA error)

@@ -516,6 +516,12 @@ const PropertySpec* find_property(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> property_names() {
+  std::vector<std::string> names;
+  for (const PropertySpec& p : all_properties()) names.push_back(p.name);
+  return names;
+}
+
 kvc::Profile judged_profile(const testkit::Backend& sut, const InsertCase& c) {
   kvc::Profile p = sut.declared_profile(c);
   if (testkit::norm_rows(c).empty()) p.rsqrt = RsqrtMode::kCorrectlyRounded;

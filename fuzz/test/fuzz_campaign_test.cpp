@@ -14,18 +14,15 @@
 #include <gtest/gtest.h>
 
 #include <rapidcheck.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/backend_choice.h"
 #include "kvc/fuzz/campaign.h"
 #include "testkit/io/case_file.h"
+#include "testkit/process/program_run.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -154,12 +151,18 @@ class NoLegacyOracle final : public testkit::Backend {
   testkit::OracleBackend oracle_;
 };
 
-TEST(CoverageGap, ReportedForAPropertyTheBackendCannotRun) {
+// One round of `batch_cases` cases of each of `properties`, problems of size up to 10.
+CampaignConfig one_small_round(int batch_cases, std::vector<std::string> properties) {
   CampaignConfig config;
   config.max_rounds = 1;
-  config.batch_cases = 5;
+  config.batch_cases = batch_cases;
   config.max_size = 10;
-  config.properties = {"kv-only-equals-legacy", "token-permutation"};
+  config.properties = std::move(properties);
+  return config;
+}
+
+TEST(CoverageGap, ReportedForAPropertyTheBackendCannotRun) {
+  const CampaignConfig config = one_small_round(5, {"kv-only-equals-legacy", "token-permutation"});
   NoLegacyOracle sut;
   const CampaignSummary s = run_campaign(config, sut, print);
   std::printf("%s", format_summary(s).c_str());
@@ -280,11 +283,7 @@ TEST(CampaignFailures, ABackendExceptionIsAShrunkReplayableFailure) {
 }
 
 TEST(CampaignSummaries, SurviveJsonAndMergeAcrossSegments) {
-  CampaignConfig config;
-  config.max_rounds = 1;
-  config.batch_cases = 3;
-  config.max_size = 10;
-  config.properties = {"idempotent", "decoder-total"};
+  CampaignConfig config = one_small_round(3, {"idempotent", "decoder-total"});
   const CampaignSummary a = run_campaign(config, print);
   config.first_seed = a.last_seed + 1;
   const CampaignSummary b = run_campaign(config, print);
@@ -308,22 +307,11 @@ TEST(CampaignSummaries, SurviveJsonAndMergeAcrossSegments) {
 
 // ---- the command line ----
 
-struct Command {
-  int status = -1;
-  std::string output;
-};
+using Command = testkit::ProgramRun;
 
 Command run_cli(const std::string& args, const std::string& name, const std::string& env = "") {
-  const std::string log = ::testing::TempDir() + "kvc-cli-" + name + ".log";
-  const std::string command = env + " '" + std::string(KVC_FUZZ_BINARY) + "' " + args + " > '" + log + "' 2>&1";
-  const int raw = std::system(command.c_str());
-  Command r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
-  std::printf("$ %s\n-> exit %d\n%s\n", command.c_str(), r.status, r.output.substr(0, 2000).c_str());
+  const Command r = testkit::run_program(KVC_FUZZ_BINARY, args, ::testing::TempDir() + "kvc-cli-" + name + ".log", env);
+  testkit::print_program_run(r, 2000);
   return r;
 }
 

@@ -11,18 +11,15 @@
 // and on our kernels, through the library and through `kvconform-fuzz replay`.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "testkit/device/gpu_test_support.h"
 #include "kvc/fuzz/backend_choice.h"
 #include "kvc/fuzz/campaign.h"
 #include "testkit/io/case_file.h"
+#include "testkit/process/program_run.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -35,22 +32,12 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
   return v ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
-struct Command {
-  int status = -1;
-  std::string output;
-};
+using Command = testkit::ProgramRun;
 
 Command run_cli(const std::string& args, const std::string& name, const std::string& env = "") {
-  const std::string log = ::testing::TempDir() + "kvc-device-cli-" + name + ".log";
-  const std::string command = env + " '" + std::string(KVC_FUZZ_BINARY) + "' " + args + " > '" + log + "' 2>&1";
-  const int raw = std::system(command.c_str());
-  Command r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
-  std::printf("$ %s\n-> exit %d\n%s\n", command.c_str(), r.status, r.output.c_str());
+  const Command r =
+      testkit::run_program(KVC_FUZZ_BINARY, args, ::testing::TempDir() + "kvc-device-cli-" + name + ".log", env);
+  testkit::print_program_run(r);
   return r;
 }
 

@@ -20,6 +20,8 @@
 
 #include "testkit/device/gpu_test_support.h"
 #include "kvc/fuzz/campaign.h"
+#include "testkit/backends/forwarding_backend.h"
+#include "testkit/cases/test_name.h"
 #include "testkit/io/case_file.h"
 
 namespace kvc::fuzz {
@@ -34,21 +36,17 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
 // (not counted as passed), and an exception (device memory damaged, a CUDA error) becomes a
 // property failure, so RapidCheck shrinks it; the last case that threw is kept, which after
 // shrinking is the minimal one.
-class DeviceUnderFuzz final : public testkit::Backend {
+class DeviceUnderFuzz final : public testkit::ForwardingBackend {
  public:
-  explicit DeviceUnderFuzz(testkit::DeviceBackend& device) : device_(device) {}
-  std::string name() const override { return device_.name(); }
-  testkit::Support supports(const InsertCase& c) const override { return device_.supports(c); }
-  RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override { return device_.rsqrt_mode(op, q_norm); }
-  kvc::Profile declared_profile(const InsertCase& c) const override { return device_.declared_profile(c); }
+  explicit DeviceUnderFuzz(testkit::DeviceBackend& device) : ForwardingBackend(device) {}
   Status run(const InsertCase& c, InsertOutputs& out) override {
-    if (const testkit::Support s = device_.supports(c); !s.supported) {
+    if (const testkit::Support s = inner().supports(c); !s.supported) {
       ++discarded;
       unsupported_reason = s.reason;
       RC_DISCARD(s.reason);
     }
     try {
-      return device_.run(c, out);
+      return inner().run(c, out);
     } catch (const std::exception& e) {
       last_thrown = PropertyInput{c, 0};
       RC_FAIL(std::string("device run threw: ") + e.what());
@@ -58,9 +56,6 @@ class DeviceUnderFuzz final : public testkit::Backend {
   std::optional<PropertyInput> last_thrown;
   std::int64_t discarded = 0;
   std::string unsupported_reason;
-
- private:
-  testkit::DeviceBackend& device_;
 };
 
 // `ctest_regex` selects this test again, for the reproduce line.
@@ -119,20 +114,14 @@ TEST_P(DeviceProperty, HoldsForTheKernelLibrary) {
   RunConfig config;
   config.seed = env_or("KVC_FUZZ_SEED", 20261129);
   config.cases = static_cast<int>(env_or("KVC_FUZZ_CASES", 120));
-  config.max_size = 40;                // up to ~1600 tokens, as the CPU pass
-  std::string test_name = GetParam();  // the test's name spells the property with '_'
-  for (char& ch : test_name)
-    if (ch == '-') ch = '_';
-  run_on_device(*find_property(GetParam()), config, "DeviceProperty.*/" + test_name + "$");
+  config.max_size = 40;  // up to ~1600 tokens, as the CPU pass
+  // The test's name spells the property with '_'.
+  run_on_device(*find_property(GetParam()), config,
+                "DeviceProperty.*/" + testkit::dashes_to_underscores(GetParam()) + "$");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fuzz, DeviceProperty, ::testing::ValuesIn(device_property_names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         testkit::DashedParamName());
 
 }  // namespace
 }  // namespace kvc::fuzz

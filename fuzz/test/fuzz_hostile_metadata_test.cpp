@@ -81,6 +81,15 @@ std::int64_t hostile_value(std::int64_t original) {
   }
 }
 
+// One entry of sizes or strides (when there is one) made hostile; records `edit_class`.
+void edit_one_entry(std::vector<std::int64_t>& entries, const char* edit_class, std::vector<std::string>& classes) {
+  if (!entries.empty()) {
+    auto& e = entries[static_cast<std::size_t>(uniform<std::size_t>(0, entries.size()))];
+    e = hostile_value(e);
+  }
+  classes.push_back(edit_class);
+}
+
 // One hostile edit of a tensor's metadata; records its class.
 void edit_meta(TensorMeta& m, std::vector<std::string>& classes) {
   const int kind = uniform(0, 6);
@@ -99,20 +108,8 @@ void edit_meta(TensorMeta& m, std::vector<std::string>& classes) {
       if (m.sizes.size() != m.strides.size()) classes.push_back("edit:lengths-differ");
       return;
     }
-    case 1:
-      if (!m.sizes.empty()) {
-        auto& s = m.sizes[static_cast<std::size_t>(uniform<std::size_t>(0, m.sizes.size()))];
-        s = hostile_value(s);
-      }
-      classes.push_back("edit:size");
-      return;
-    case 2:
-      if (!m.strides.empty()) {
-        auto& s = m.strides[static_cast<std::size_t>(uniform<std::size_t>(0, m.strides.size()))];
-        s = hostile_value(s);
-      }
-      classes.push_back("edit:stride");
-      return;
+    case 1: return edit_one_entry(m.sizes, "edit:size", classes);
+    case 2: return edit_one_entry(m.strides, "edit:stride", classes);
     case 3:
       if (*rc::gen::arbitrary<bool>() && !m.strides.empty())
         m.strides.pop_back();

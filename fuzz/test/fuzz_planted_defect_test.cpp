@@ -13,6 +13,7 @@
 
 #include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
+#include "differential_batch.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/io/case_file.h"
 #include "testkit/cases/small_cases.h"
@@ -257,12 +258,7 @@ TEST(PlantedDefect, CampaignAndReplayRunAgainstAnyBackend) {
     if (!live_slot(c, &slot)) return;
     out.cache[static_cast<std::size_t>(oracle::token_data_offset(testkit::view_of(c), slot))] ^= 0x80;
   });
-  CampaignConfig config;
-  config.seconds = 60;
-  config.max_runs = 1;
-  config.properties = {"differential"};
-  config.stop_on_failure = true;
-  config.corpus_dir = ::testing::TempDir() + "kvc-any-backend-corpus";
+  const CampaignConfig config = one_differential_batch("kvc-any-backend-corpus");
   const CampaignSummary s =
       run_campaign(config, sut, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
   ASSERT_EQ(s.failure_files.size(), 1u) << "the campaign against " << sut.name() << " found nothing";

@@ -22,11 +22,13 @@
 
 #include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
+#include "differential_batch.h"
 #include "kvc/oracle/bf16.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/io/case_file.h"
 #include "testkit/planted/planted_backends.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -139,19 +141,7 @@ TEST_P(UnderSglangStore, HoldsOrIsNotApplicableAndWouldFail) {
   check_scope_decides(*find_property(GetParam()), kvc::sglang_store_profile());
 }
 
-std::vector<std::string> names() {
-  std::vector<std::string> v;
-  for (const auto& p : all_properties()) v.push_back(p.name);
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(Fuzz, UnderSglangStore, ::testing::ValuesIn(names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fuzz, UnderSglangStore, ::testing::ValuesIn(property_names()), testkit::DashedParamName());
 
 // Anti-vacuity of the parameterized test: sglang-store excludes at least one property, and the
 // contract's own profile excludes none.
@@ -329,13 +319,24 @@ TEST(ProfileScope, APerCaseProfileExcludesOnlyItsCases) {
 
 // ---- differential under any profile ----
 
+// The differential property's failure message on `sut` (its first 1500 characters printed); the
+// test fails with `why_it_must_fail` when the property passes, and "" is returned then.
+std::string differential_failure(testkit::PlantedBackend& sut, int cases, const char* why_it_must_fail) {
+  const PropertyOutcome o = run_property(*find_property("differential"), sut, profile_run(cases));
+  EXPECT_FALSE(o.passed) << why_it_must_fail;
+  if (!o.failure) {
+    ADD_FAILURE() << o.message;
+    return {};
+  }
+  std::printf("%s\n", o.failure->message.substr(0, 1500).c_str());
+  return o.failure->message;
+}
+
 TEST(DifferentialUnderProfiles, SglangPoliciesDeclaredAsVllmFailNamingThePolicies) {
   testkit::PlantedBackend sut(kvc::sglang_store_profile(), kvc::vllm_profile());
-  const PropertyOutcome o = run_property(*find_property("differential"), sut, profile_run(60));
-  ASSERT_FALSE(o.passed) << "differential passed a backend that follows sglang-store and declares vllm";
-  ASSERT_TRUE(o.failure.has_value()) << o.message;
-  const std::string& m = o.failure->message;
-  std::printf("%s\n", m.substr(0, 1500).c_str());
+  const std::string m =
+      differential_failure(sut, 60, "differential passed a backend that follows sglang-store and declares vllm");
+  if (m.empty()) return;
   EXPECT_NE(m.find("vs the oracle under its declared profile `vllm`"), std::string::npos);
   EXPECT_NE(m.find(" follow "), std::string::npos);
   EXPECT_NE(m.find("; declared profile `vllm`"), std::string::npos);
@@ -345,11 +346,8 @@ TEST(DifferentialUnderProfiles, SglangPoliciesDeclaredAsVllmFailNamingThePolicie
 
 TEST(DifferentialUnderProfiles, TheSglangClampOrderIsNamedAsSuch) {
   testkit::PlantedBackend sut(spec("clamp=sglang"), kvc::vllm_profile());
-  const PropertyOutcome o = run_property(*find_property("differential"), sut, profile_run(120));
-  ASSERT_FALSE(o.passed) << "differential passed a backend that encodes NaN as 0x7E";
-  ASSERT_TRUE(o.failure.has_value()) << o.message;
-  const std::string& m = o.failure->message;
-  std::printf("%s\n", m.substr(0, 1500).c_str());
+  const std::string m = differential_failure(sut, 120, "differential passed a backend that encodes NaN as 0x7E");
+  if (m.empty()) return;
   EXPECT_NE(m.find("fp8 codes follow clamp order `sglang`; declared profile `vllm`"), std::string::npos);
   EXPECT_NE(m.find("every addressed record matches profile `clamp=sglang`"), std::string::npos);
 }
@@ -395,12 +393,7 @@ TEST(ProfileCaseFiles, AFailureRecordsTheDeclaredProfileAndReplaysUnderIt) {
 
 TEST(ProfileCaseFiles, APlantedMismatchReplaysAgainstTheBackendAndPassesOnTheOracle) {
   testkit::PlantedBackend sut(kvc::sglang_store_profile(), kvc::vllm_profile());
-  CampaignConfig config;
-  config.seconds = 60;
-  config.max_runs = 1;
-  config.properties = {"differential"};
-  config.stop_on_failure = true;
-  config.corpus_dir = ::testing::TempDir() + "kvc-profile-planted-corpus";
+  const CampaignConfig config = one_differential_batch("kvc-profile-planted-corpus");
   const CampaignSummary s = run_campaign(config, sut, print);
   ASSERT_EQ(s.failure_files.size(), 1u);
   const auto file = testkit::read_json_file(s.failure_files[0]);

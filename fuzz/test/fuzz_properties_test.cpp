@@ -11,6 +11,7 @@
 
 #include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/campaign.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -48,19 +49,7 @@ TEST_P(Property, HoldsAndCoversItsClasses) {
                                          << ::testing::PrintToString(o.missing_classes);
 }
 
-std::vector<std::string> names() {
-  std::vector<std::string> v;
-  for (const auto& p : all_properties()) v.push_back(p.name);
-  return v;
-}
-
-INSTANTIATE_TEST_SUITE_P(Fuzz, Property, ::testing::ValuesIn(names()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fuzz, Property, ::testing::ValuesIn(property_names()), testkit::DashedParamName());
 
 // Anti-vacuity of the accounting itself: a run on a generator that cannot produce a required
 // class reports it as missing.

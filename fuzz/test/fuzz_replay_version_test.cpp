@@ -5,16 +5,12 @@
 // the same replays (docs/contract.md, "Changes from version 1").
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "kvc/fuzz/campaign.h"
 #include "testkit/io/case_file.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/process/program_run.h"
 
 namespace kvc::fuzz {
 namespace {
@@ -33,24 +29,13 @@ nlohmann::json file_for(const InsertCase& c, int version) {
   return j;
 }
 
-struct Replay {
-  int status = -1;
-  std::string output;
-};
+using Replay = testkit::ProgramRun;
 
 Replay replay(const nlohmann::json& file, const std::string& name) {
   const std::string dir = ::testing::TempDir();
   const std::string path = dir + "kvc-replay-" + name + ".json", log = dir + "kvc-replay-" + name + ".log";
   testkit::write_json_file(path, file);
-  const std::string command = std::string("'") + KVC_FUZZ_BINARY + "' replay '" + path + "' > '" + log + "' 2>&1";
-  const int raw = std::system(command.c_str());
-  Replay r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
-  return r;
+  return testkit::run_program(KVC_FUZZ_BINARY, "replay '" + path + "'", log);
 }
 
 InsertCase bf16_with_nope_nan() {

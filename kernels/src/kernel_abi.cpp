@@ -67,28 +67,36 @@ Outcome first_misalignment(std::initializer_list<ScalarTensor> tensors) {
   return {};
 }
 
-KvRows kv_rows(const InsertCase& c, const DLTensor& kv, const DLTensor& slots, const DLTensor& positions,
-               const DLTensor& cos_sin) {
+// The scalar-load tensors both insert ops take, then `own`, the op's own one.
+template <typename Args>
+Outcome kv_side_misalignment(const Args& a, ScalarTensor own) {
+  return first_misalignment(
+      {{a.slot_mapping, "slot_mapping", 8}, {a.position_ids, "position_ids", 8}, {a.fp8_scale, "fp8_scale", 4}, own});
+}
+
+template <typename Args>
+KvRows kv_rows(const InsertCase& c, const Args& a) {
   KvRows r;
-  r.kv = first_element(kv);
+  r.kv = first_element(*a.kv);
   r.fp16 = c.kv.meta.dtype == DType::kF16;
   r.count = c.num_inserted();
-  r.slots = static_cast<const std::int64_t*>(first_element(slots));
-  r.positions = static_cast<const std::int64_t*>(first_element(positions));
-  r.cos_sin = static_cast<const float*>(first_element(cos_sin));
+  r.slots = static_cast<const std::int64_t*>(first_element(*a.slot_mapping));
+  r.positions = static_cast<const std::int64_t*>(first_element(*a.position_ids));
+  r.cos_sin = static_cast<const float*>(first_element(*a.cos_sin_cache));
   r.max_pos = c.cos_sin.meta.size(0);
   return r;
 }
 
-CacheTarget cache_target(const InsertCase& c, const DLTensor& cache, const DLTensor* fp8_scale) {
+template <typename Args>
+CacheTarget cache_target(const InsertCase& c, const Args& a) {
   CacheTarget t;
-  t.base = first_element(cache);
+  t.base = first_element(*a.kv_cache);
   t.format = *format_of(c);
   t.num_blocks = c.cache.num_blocks;
   t.block_size = c.cache.block_size;
   t.page_stride_bytes = c.cache.page_stride_bytes();
   t.token_stride_bytes = c.cache.token_stride_bytes();
-  t.fp8_scale = t.format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*fp8_scale)) : nullptr;
+  t.fp8_scale = t.format == RecordFormat::kFp8_512 ? static_cast<const float*>(first_element(*a.fp8_scale)) : nullptr;
   return t;
 }
 
@@ -103,16 +111,11 @@ Outcome launch_on(int device, const char* what, Launch&& launch) {
 Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
   InsertCase c;
   if (Outcome o = abi::check_kv_only_insert(a, &c); !o.ok()) return o;
-  if (Outcome o = first_misalignment({{a->slot_mapping, "slot_mapping", 8},
-                                      {a->position_ids, "position_ids", 8},
-                                      {a->fp8_scale, "fp8_scale", 4},
-                                      {a->kv_norm_weight, "kv_norm_weight", 2}});
-      !o.ok())
-    return o;
+  if (Outcome o = kv_side_misalignment(*a, {a->kv_norm_weight, "kv_norm_weight", 2}); !o.ok()) return o;
 
   KvOnlyInsertParams p;
-  p.rows = kv_rows(c, *a->kv, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache);
-  p.cache = cache_target(c, *a->kv_cache, a->fp8_scale);
+  p.rows = kv_rows(c, *a);
+  p.cache = cache_target(c, *a);
   if (a->kv_norm_weight != nullptr) {
     p.norm.weight = static_cast<const std::uint16_t*>(first_element(*a->kv_norm_weight));
     p.norm.eps = a->kv_norm_eps;
@@ -125,18 +128,13 @@ Outcome kv_only_insert(const kvc_kv_only_insert_args* a, void* stream) {
 Outcome legacy_insert(const kvc_legacy_insert_args* a, void* stream) {
   InsertCase c;
   if (Outcome o = abi::check_legacy_insert(a, &c); !o.ok()) return o;
-  if (Outcome o = first_misalignment({{a->slot_mapping, "slot_mapping", 8},
-                                      {a->position_ids, "position_ids", 8},
-                                      {a->fp8_scale, "fp8_scale", 4},
-                                      {a->q_scale_inv, "q_scale_inv", 4}});
-      !o.ok())
-    return o;
+  if (Outcome o = kv_side_misalignment(*a, {a->q_scale_inv, "q_scale_inv", 4}); !o.ok()) return o;
 
   const RecordFormat format = *format_of(c);
   const bool packed = is_packed(format);
   LegacyInsertParams p;
-  p.rows = kv_rows(c, *a->kv, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache);
-  p.cache = cache_target(c, *a->kv_cache, a->fp8_scale);
+  p.rows = kv_rows(c, *a);
+  p.cache = cache_target(c, *a);
   p.q = first_element(*a->q);
   p.q_out = first_element(*a->q_out);
   p.tokens = c.num_rows();
@@ -196,6 +194,29 @@ Outcome store_rotated(const kvc_store_rotated_args* a, void* stream) {
 
 constexpr const char* kLibraryName = "kvconform-kernels " KVC_KERNELS_VERSION;
 
+// Why our kernels do not implement `op` for this cache format and row dtype, or nullptr when
+// they do (kvc_op_support_get).
+const char* unsupported_reason(int32_t op, std::optional<RecordFormat> cache_format, std::optional<DType> dtype) {
+  const bool bf16 = dtype == DType::kBF16;
+  const bool bf16_or_fp16 = bf16 || dtype == DType::kF16;
+  switch (op) {
+    case KVC_OP_KV_ONLY_INSERT:
+      if (!cache_format) return "unknown cache format";
+      return bf16 ? nullptr : "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
+    case KVC_OP_LEGACY_INSERT:
+      if (!cache_format) return "unknown cache format";
+      return bf16_or_fp16 ? nullptr : "the legacy insert takes bf16 or fp16 rows";
+    case KVC_OP_KV_NORM: return bf16 ? nullptr : "kv_norm takes bf16 rows only (docs/contract.md §4)";
+    case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
+      return bf16_or_fp16 ? nullptr : "the stacked context-KV projection takes bf16 or fp16 x";
+    case KVC_OP_STORE_ROTATED:
+      if (!cache_format || !is_packed(*cache_format))
+        return "the store op writes packed records only (docs/contract.md §6.4)";
+      return bf16 ? nullptr : "the store op takes bf16 rows only (docs/contract.md §6.4)";
+    default: return "unknown op";
+  }
+}
+
 }  // namespace
 }  // namespace kvc::kernels::abi_wrapper
 
@@ -217,49 +238,9 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   out->reason = nullptr;
   // Every op follows the contract's policies: profile vllm (written for callers of ABI 1.1+).
   kvc::abi::declare_policies(kvc::vllm_profile(), out);
-  const auto dtype = kvc::abi::dtype_of(kv_dtype);
-  const bool bf16 = dtype == kvc::DType::kBF16;
-  const bool fp16 = dtype == kvc::DType::kF16;
-  const std::optional<kvc::RecordFormat> cache_format = kvc::abi::record_format_of(format);
-  switch (op) {
-    case KVC_OP_KV_ONLY_INSERT:
-      if (!cache_format)
-        out->reason = "unknown cache format";
-      else if (!bf16)
-        out->reason = "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_LEGACY_INSERT:
-      if (!cache_format)
-        out->reason = "unknown cache format";
-      else if (!bf16 && !fp16)
-        out->reason = "the legacy insert takes bf16 or fp16 rows";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_KV_NORM:
-      if (!bf16)
-        out->reason = "kv_norm takes bf16 rows only (docs/contract.md §4)";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
-      if (!bf16 && !fp16)
-        out->reason = "the stacked context-KV projection takes bf16 or fp16 x";
-      else
-        out->supported = 1;
-      break;
-    case KVC_OP_STORE_ROTATED:
-      if (!cache_format || !kvc::is_packed(*cache_format))
-        out->reason = "the store op writes packed records only (docs/contract.md §6.4)";
-      else if (!bf16)
-        out->reason = "the store op takes bf16 rows only (docs/contract.md §6.4)";
-      else
-        out->supported = 1;
-      break;
-    default: out->reason = "unknown op"; break;
-  }
+  out->reason = kvc::kernels::abi_wrapper::unsupported_reason(op, kvc::abi::record_format_of(format),
+                                                              kvc::abi::dtype_of(kv_dtype));
+  out->supported = out->reason == nullptr ? 1 : 0;
   return KVC_STATUS_OK;
 }
 

@@ -20,26 +20,16 @@
 #include <nlohmann/json.hpp>
 
 #include "testkit/io/case_file.h"
+#include "testkit/process/program_run.h"
 
 namespace {
 
-struct Command {
-  int status = -1;
-  std::string output;
-};
+using Command = kvc::testkit::ProgramRun;
 
 Command run_command(const std::string& binary, const std::string& args, const std::string& name,
                     const std::string& env = "") {
-  const std::string log = ::testing::TempDir() + "kvc-runner-" + name + ".log";
-  const std::string command = env + " '" + binary + "' " + args + " > '" + log + "' 2>&1";
-  const int raw = std::system(command.c_str());
-  Command r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
-  std::printf("$ %s\n-> exit %d\n%s\n", command.c_str(), r.status, r.output.substr(0, 6000).c_str());
+  const Command r = kvc::testkit::run_program(binary, args, ::testing::TempDir() + "kvc-runner-" + name + ".log", env);
+  kvc::testkit::print_program_run(r, 6000);
   return r;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kvc/resolved_case.h"
+#include "testkit/cases/breaker_table.h"
 #include "testkit/cases/test_name.h"
 
 namespace kvc::testkit {
@@ -427,15 +428,10 @@ std::vector<RuleBreaker> harness_breakers() {
 
 const std::vector<RuleBreaker>& rule_breakers() {
   // The families in table order: the invalid-input matrix names and orders its cells by it.
-  static const std::vector<RuleBreaker> table = [] {
-    std::vector<RuleBreaker> all;
-    for (std::vector<RuleBreaker> (*family)() :
-         {kv_tensor_breakers, device_breakers, cache_view_breakers, index_tensor_breakers, cache_format_breakers,
-          q_breakers, kv_norm_breakers, strict_layout_breakers, slot_and_position_value_breakers, scale_value_breakers,
-          hostile_metadata_breakers, harness_breakers})
-      for (RuleBreaker& b : family()) all.push_back(std::move(b));
-    return all;
-  }();
+  static const std::vector<RuleBreaker> table = breaker_table<RuleBreaker>(
+      {kv_tensor_breakers, device_breakers, cache_view_breakers, index_tensor_breakers, cache_format_breakers,
+       q_breakers, kv_norm_breakers, strict_layout_breakers, slot_and_position_value_breakers, scale_value_breakers,
+       hostile_metadata_breakers, harness_breakers});
   return table;
 }
 

@@ -1,6 +1,8 @@
 // stacked_ctx_kv_rule_breakers.cpp: the stacked context-KV rule breakers (see stacked_ctx_kv_rule_breakers.h).
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
+#include "testkit/cases/breaker_table.h"
+
 namespace kvc::testkit {
 namespace {
 
@@ -224,14 +226,9 @@ std::vector<StackedRuleBreaker> harness_breakers() {
 
 const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
   // The families in table order: the stacked invalid-input tests are named and ordered by it.
-  static const std::vector<StackedRuleBreaker> table = [] {
-    std::vector<StackedRuleBreaker> all;
-    for (std::vector<StackedRuleBreaker> (*family)() :
-         {malformed_metadata_breakers, x_breakers, layer_geometry_breakers, weight_breakers, table_and_index_breakers,
-          pool_breakers, device_breakers, strict_and_value_breakers, harness_breakers})
-      for (StackedRuleBreaker& b : family()) all.push_back(std::move(b));
-    return all;
-  }();
+  static const std::vector<StackedRuleBreaker> table = breaker_table<StackedRuleBreaker>(
+      {malformed_metadata_breakers, x_breakers, layer_geometry_breakers, weight_breakers, table_and_index_breakers,
+       pool_breakers, device_breakers, strict_and_value_breakers, harness_breakers});
   return table;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kvc/oracle/bf16.h"
+#include "testkit/cases/breaker_table.h"
 #include "testkit/cases/case_builder.h"
 
 namespace kvc::testkit {
@@ -267,15 +268,23 @@ std::vector<StoreRuleBreaker> harness_breakers() {
 
 const std::vector<StoreRuleBreaker>& store_rule_breakers() {
   // The families in table order: the store invalid-input tests are named and ordered by it.
-  static const std::vector<StoreRuleBreaker> table = [] {
-    std::vector<StoreRuleBreaker> all;
-    for (std::vector<StoreRuleBreaker> (*family)() :
-         {malformed_metadata_breakers, rows_breakers, indices_breakers, device_breakers, cache_breakers,
-          index_value_and_strict_breakers, harness_breakers})
-      for (StoreRuleBreaker& b : family()) all.push_back(std::move(b));
-    return all;
-  }();
+  static const std::vector<StoreRuleBreaker> table =
+      breaker_table<StoreRuleBreaker>({malformed_metadata_breakers, rows_breakers, indices_breakers, device_breakers,
+                                       cache_breakers, index_value_and_strict_breakers, harness_breakers});
   return table;
+}
+
+std::vector<StoreRuleCell> store_rule_matrix() {
+  std::vector<StoreRuleCell> cells;
+  for (const StoreRuleBreaker& b : store_rule_breakers())
+    for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528})
+      for (StorePages p : kAllStorePages)
+        if (b.applies(p)) cells.push_back({&b, f, p});
+  return cells;
+}
+
+std::string store_rule_cell_name(const StoreRuleCell& cell) {
+  return cell.breaker->name + "_" + std::string(layout_of(cell.format).name) + "_" + store_pages_name(cell.pages);
 }
 
 }  // namespace kvc::testkit

@@ -67,4 +67,15 @@ struct StoreRuleBreaker {
 };
 const std::vector<StoreRuleBreaker>& store_rule_breakers();
 
+// One cell of the store invalid-input matrix: a breaker, a packed format, and a page convention
+// the breaker applies to. The CPU and GPU suites run the same cells under the same names.
+struct StoreRuleCell {
+  const StoreRuleBreaker* breaker;
+  RecordFormat format;
+  StorePages pages;
+};
+std::vector<StoreRuleCell> store_rule_matrix();
+// "DuplicateIndex_packed584_PagedView": the test name of a cell.
+std::string store_rule_cell_name(const StoreRuleCell& cell);
+
 }  // namespace kvc::testkit

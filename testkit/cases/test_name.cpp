@@ -1,4 +1,4 @@
-// test_name.cpp: format names for test names (see test_name.h).
+// test_name.cpp: format and dashed names as GoogleTest names (see test_name.h).
 #include "testkit/cases/test_name.h"
 
 #include <cctype>
@@ -12,5 +12,12 @@ std::string capitalized(std::string_view s) {
 }
 
 std::string format_test_name(RecordFormat f) { return capitalized(layout_of(f).name); }
+
+std::string dashes_to_underscores(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out)
+    if (ch == '-') ch = '_';
+  return out;
+}
 
 }  // namespace kvc::testkit

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "testkit/backends/backing.h"
+
 namespace kvc::testkit {
 namespace {
 
@@ -109,6 +111,13 @@ std::set<std::int64_t> addressed_slots(const InsertCase& c) {
     if (s >= 0) slots.insert(s);
   }
   return slots;
+}
+
+std::string written_iff_live_defect(const InsertCase& c, const std::vector<std::uint8_t>& backing) {
+  const bool all_canary = std::all_of(backing.begin(), backing.end(), [](std::uint8_t b) { return b == kCanary; });
+  const bool any_live = !addressed_slots(c).empty();
+  if (all_canary == !any_live) return {};
+  return any_live ? "live slots but nothing was written" : "all slots -1 but bytes changed";
 }
 
 DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_t>& expected,

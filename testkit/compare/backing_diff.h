@@ -61,6 +61,10 @@ std::string format_report(const DiffReport& report, const std::vector<std::uint8
 oracle::PagedCacheView view_of(const InsertCase& c);
 std::set<std::int64_t> addressed_slots(const InsertCase& c);
 
+// The upstream DSpark test's written/not-written half: a backing prefilled with kCanary holds a
+// written byte exactly when the case has a live slot. "" when it does, else what went wrong.
+std::string written_iff_live_defect(const InsertCase& c, const std::vector<std::uint8_t>& backing);
+
 // diff_backings + format_report with the view, addressed slots and fp8 scale taken from the case.
 DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_t>& expected,
                               const std::vector<std::uint8_t>& actual);

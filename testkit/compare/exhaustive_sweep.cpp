@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kvc/oracle/float_bits.h"
+
 namespace kvc::testkit {
 
 SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end, const std::function<bool(std::uint32_t)>& matches) {
@@ -54,6 +56,12 @@ std::string describe(const std::string& what, const SweepResult& r) {
     out += line;
   }
   return out;
+}
+
+SweepResult sweep_every_float(const std::string& what, const std::function<bool(float)>& matches) {
+  const SweepResult r = sweep_u32(0, 0xFFFFFFFFu, [&](std::uint32_t u) { return matches(oracle::float_of(u)); });
+  std::printf("%s\n", describe(what, r).c_str());
+  return r;
 }
 
 }  // namespace kvc::testkit

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,5 +27,18 @@ SweepResult sweep_u32(std::uint32_t begin, std::uint32_t end, const std::functio
 
 // One line for the test log: "<what>: N inputs, M mismatches, T s".
 std::string describe(const std::string& what, const SweepResult& r);
+
+// Every fp32 bit pattern, as a float, through `matches` (thread-safe); prints describe(what, r),
+// the line each exhaustive encoder test leaves in its log.
+SweepResult sweep_every_float(const std::string& what, const std::function<bool(float)>& matches);
+
+// The bits of a 2-byte value (CUDA's __half, __nv_bfloat16), to compare with an encoder's.
+template <typename T>
+std::uint16_t bits16_of(const T& v) {
+  static_assert(sizeof(T) == sizeof(std::uint16_t), "a 2-byte value");
+  std::uint16_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
 
 }  // namespace kvc::testkit

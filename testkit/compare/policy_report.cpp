@@ -394,6 +394,25 @@ RowEncoder store_encoder(const StoreCase& c) {
 
 std::string status_line(const std::string& who, const Status& s) { return "  " + who + ": " + s.ToString() + "\n"; }
 
+// The statuses' part of a backend check, said in `s`. False when they settle the check: the
+// backend's status differs from the oracle's (a failure), or both rejected the case (a pass when
+// the backend left its outputs `untouched`). True when both accepted it: the bytes decide.
+bool both_accepted(BackendCheck& r, const std::string& name, const char* status_what, bool untouched,
+                   const char* outputs_what, std::ostream& s) {
+  if (r.oracle_status.code != r.backend_status.code) {
+    s << name << ": " << status_what << " differs from the oracle's\n"
+      << status_line("oracle", r.oracle_status) << status_line(name, r.backend_status);
+    return false;
+  }
+  if (!r.oracle_status.ok()) {
+    r.passed = untouched;
+    s << name << ": rejected as the oracle does (" << r.backend_status.ToString() << ")"
+      << (untouched ? "" : std::string("; but it WROTE into ") + outputs_what) << "\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -508,20 +527,14 @@ PolicyReport check_store_under_profile(const StoreCase& c, const kvc::Profile& d
 }
 
 BackendCheck check_backend_insert(Backend& backend, const InsertCase& c) {
-  BackendCheck r;
   const InsertOutputs initial = make_outputs(c);
   InsertOutputs expected = initial, actual = initial;
+  BackendCheck r;
   r.oracle_status = OracleBackend().run(c, expected);
   r.backend_status = backend.run(c, actual);
   std::ostringstream s;
-  if (r.oracle_status.code != r.backend_status.code) {
-    s << backend.name() << ": status differs from the oracle's\n"
-      << status_line("oracle", r.oracle_status) << status_line(backend.name(), r.backend_status);
-  } else if (!r.oracle_status.ok()) {
-    r.passed = actual.cache == initial.cache && actual.q_out == initial.q_out;
-    s << backend.name() << ": rejected as the oracle does (" << r.backend_status.ToString() << ")"
-      << (r.passed ? "" : "; but it WROTE into its outputs") << "\n";
-  } else {
+  const bool untouched = actual.cache == initial.cache && actual.q_out == initial.q_out;
+  if (both_accepted(r, backend.name(), "status", untouched, "its outputs", s)) {
     const kvc::Profile declared = backend.declared_profile(c);
     r.report = check_insert_under_profile(c, declared, initial.cache, actual.cache, backend.name());
     s << r.report.text;
@@ -545,20 +558,13 @@ BackendCheck check_backend_insert(Backend& backend, const InsertCase& c) {
 }
 
 BackendCheck check_backend_store(Backend& backend, const StoreCase& c) {
-  BackendCheck r;
   const std::vector<std::uint8_t> initial = make_store_backing(c);
   std::vector<std::uint8_t> expected = initial, actual = initial;
+  BackendCheck r;
   r.oracle_status = OracleBackend().run_store(c, expected);
   r.backend_status = backend.run_store(c, actual);
   std::ostringstream s;
-  if (r.oracle_status.code != r.backend_status.code) {
-    s << backend.name() << ": store status differs from the oracle's\n"
-      << status_line("oracle", r.oracle_status) << status_line(backend.name(), r.backend_status);
-  } else if (!r.oracle_status.ok()) {
-    r.passed = actual == initial;
-    s << backend.name() << ": rejected as the oracle does (" << r.backend_status.ToString() << ")"
-      << (r.passed ? "" : "; but it WROTE into the cache") << "\n";
-  } else {
+  if (both_accepted(r, backend.name(), "store status", actual == initial, "the cache", s)) {
     r.report = check_store_under_profile(c, backend.declared_store_profile(c), initial, actual, backend.name());
     r.passed = r.report.equal();
     s << r.report.text;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "kvc/insert_inputs.h"
+
 namespace kvc::testkit {
 
 std::string dtype_name(DType t) {
@@ -49,15 +51,7 @@ std::string abi_inexpressible(const InsertCase& c) {
   if (c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy)
     return "op code " + std::to_string(static_cast<int>(c.op)) + " has no ABI entry point";
   if (c.op == InsertOp::kLegacy && c.kv_norm_weight.present) return "the legacy op's ABI has no kv_norm weight";
-  const std::pair<const char*, const HostTensor*> tensors[] = {{"kv", &c.kv},
-                                                               {"slot_mapping", &c.slots},
-                                                               {"position_ids", &c.positions},
-                                                               {"cos_sin_cache", &c.cos_sin},
-                                                               {"fp8_scale", &c.fp8_scale},
-                                                               {"q", &c.q},
-                                                               {"q_scale_inv", &c.q_scale_inv},
-                                                               {"kv_norm_weight", &c.kv_norm_weight}};
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name, t] : named_inputs(c)) {
     if (!t->present) continue;
     if (std::string why = meta_inexpressible(name, t->meta); !why.empty()) return why;
   }
@@ -68,8 +62,12 @@ std::string abi_inexpressible(const InsertCase& c) {
   return meta_inexpressible("k_cache", cache_meta(c.cache));
 }
 
-kvc_kv_only_insert_args kv_only_insert_args(const InsertCase& c, const InsertCallTensors& t) {
-  kvc_kv_only_insert_args a{};
+namespace {
+
+// An insert op's struct with struct_size set and the fields both insert ops take.
+template <typename Args>
+Args kv_side_args(const InsertCase& c, const InsertCallTensors& t) {
+  Args a{};
   a.struct_size = sizeof a;
   a.kv = t.kv;
   a.kv_cache = t.kv_cache;
@@ -77,27 +75,25 @@ kvc_kv_only_insert_args kv_only_insert_args(const InsertCase& c, const InsertCal
   a.position_ids = t.position_ids;
   a.cos_sin_cache = t.cos_sin_cache;
   a.fp8_scale = t.fp8_scale;
-  a.kv_norm_weight = t.kv_norm_weight;
-  a.kv_norm_eps = c.kv_norm_eps;
   a.block_size = c.block_size;
   a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
   return a;
 }
 
+}  // namespace
+
+kvc_kv_only_insert_args kv_only_insert_args(const InsertCase& c, const InsertCallTensors& t) {
+  kvc_kv_only_insert_args a = kv_side_args<kvc_kv_only_insert_args>(c, t);
+  a.kv_norm_weight = t.kv_norm_weight;
+  a.kv_norm_eps = c.kv_norm_eps;
+  return a;
+}
+
 kvc_legacy_insert_args legacy_insert_args(const InsertCase& c, const InsertCallTensors& t, std::int32_t force_grid) {
-  kvc_legacy_insert_args a{};
-  a.struct_size = sizeof a;
+  kvc_legacy_insert_args a = kv_side_args<kvc_legacy_insert_args>(c, t);
   a.q = t.q;
   a.q_out = t.q_out;
   a.q_scale_inv = t.q_scale_inv;
-  a.kv = t.kv;
-  a.kv_cache = t.kv_cache;
-  a.slot_mapping = t.slot_mapping;
-  a.position_ids = t.position_ids;
-  a.cos_sin_cache = t.cos_sin_cache;
-  a.fp8_scale = t.fp8_scale;
-  a.block_size = c.block_size;
-  a.kv_mxfp8 = c.kv_mxfp8 ? 1 : 0;
   a.eps = c.eps;
   a.apply_q_norm = c.apply_q_norm ? 1 : 0;
   a.apply_q_rope = c.apply_q_rope ? 1 : 0;

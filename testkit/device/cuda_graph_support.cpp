@@ -7,20 +7,6 @@
 
 namespace kvc::gpu {
 
-OwnedStream::OwnedStream() {
-  cudaStream_t s = nullptr;
-  testkit::check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "creating a non-blocking stream");
-  stream_ = s;
-}
-
-OwnedStream::~OwnedStream() {
-  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-}
-
-void OwnedStream::synchronize() const {
-  testkit::check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
-}
-
 CapturedGraph::CapturedGraph(void* stream, const Enqueue& enqueue) {
   const auto s = static_cast<cudaStream_t>(stream);
   testkit::check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");

@@ -1,7 +1,7 @@
-// cuda_graph_support.h: streams and captured graphs for the graph and stream tests.
+// cuda_graph_support.h: captured graphs for the graph and stream tests (their streams:
+// testkit::OwnedStream, owned_stream.h).
 //
-// OwnedStream: a non-blocking stream (it never synchronises with the legacy default stream),
-// destroyed with the object. CapturedGraph: what an enqueue callback puts on a stream, captured
+// CapturedGraph: what an enqueue callback puts on a stream, captured
 // in cudaStreamCaptureModeGlobal (the strictest mode: a launch on the legacy default stream, a
 // synchronising call or an allocation during the capture invalidates it, as it would inside a
 // serving engine's graph), then instantiated for replay on any stream.
@@ -12,19 +12,6 @@
 #include <string>
 
 namespace kvc::gpu {
-
-class OwnedStream {
- public:
-  OwnedStream();
-  ~OwnedStream();
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  void* get() const { return stream_; }  // cudaStream_t
-  void synchronize() const;
-
- private:
-  void* stream_ = nullptr;
-};
 
 class CapturedGraph {
  public:

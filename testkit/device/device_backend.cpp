@@ -43,19 +43,11 @@ std::string DeviceRunChecks::to_string() const {
 DeviceBackend::DeviceBackend(KernelLibrary library, DeviceBackendOptions options)
     : library_(std::move(library)), options_(options) {}
 
-DeviceBackend::~DeviceBackend() {
-  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-}
-
 std::string DeviceBackend::name() const { return "device:" + library_.describe(); }
 
 void* DeviceBackend::stream() {
-  if (stream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    stream_ = s;
-  }
-  return stream_;
+  if (!stream_) stream_.emplace();
+  return stream_->get();
 }
 
 kvc_op_support DeviceBackend::query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -32,6 +33,7 @@
 #include "testkit/device/abi_args.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
+#include "testkit/device/owned_stream.h"
 
 namespace kvc::testkit {
 
@@ -82,7 +84,6 @@ class GuardedTensors;
 class DeviceBackend final : public Backend {
  public:
   explicit DeviceBackend(KernelLibrary library, DeviceBackendOptions options = {});
-  ~DeviceBackend() override;
   DeviceBackend(const DeviceBackend&) = delete;
   DeviceBackend& operator=(const DeviceBackend&) = delete;
 
@@ -122,7 +123,6 @@ class DeviceBackend final : public Backend {
 
  private:
   kvc_op_support query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const;
-  void* stream();
   // One ABI op call on the backend's stream: op(stream, error, capacity) returns its status.
   using AbiOpCall = std::function<int(void* stream, char* error, std::size_t error_capacity)>;
   // Calls the op, synchronises, checks `call`'s buffers into checks_ and maps the status
@@ -134,7 +134,8 @@ class DeviceBackend final : public Backend {
 
   KernelLibrary library_;
   DeviceBackendOptions options_;
-  void* stream_ = nullptr;  // cudaStream_t, created on first use
+  void* stream();  // the backend's own stream, created on first use
+  std::optional<OwnedStream> stream_;
   DeviceRunChecks checks_;
   std::int64_t abi_calls_ = 0;
   mutable std::map<std::tuple<std::int32_t, std::int32_t, std::uint8_t, std::uint8_t>, kvc_op_support> support_cache_;

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/cases/small_cases.h"
 
 namespace kvc::gpu {
 namespace {
@@ -41,8 +43,12 @@ const testkit::KernelLibrary& kernel_library() {
 }
 
 testkit::DeviceBackend make_backend(testkit::DeviceBackendOptions options) {
+  return make_backend(kernel_library(), options);
+}
+
+testkit::DeviceBackend make_backend(const testkit::KernelLibrary& library, testkit::DeviceBackendOptions options) {
   options.throw_on_damage = false;
-  return testkit::DeviceBackend(kernel_library(), options);
+  return testkit::DeviceBackend(library, options);
 }
 
 ::testing::AssertionResult clean(const testkit::DeviceBackend& backend) {
@@ -124,6 +130,59 @@ InsertOutputs oracle_outputs(const InsertCase& c) {
   const Status s = testkit::OracleBackend().run(c, out);
   EXPECT_TRUE(s.ok()) << "the oracle rejected the case: " << s.ToString();
   return out;
+}
+
+void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, InsertOp op) {
+  testkit::DeviceBackendOptions direct;
+  direct.host_validation = false;  // the library's own validation must answer
+  testkit::DeviceBackend backend = make_backend(library, direct);
+  InsertCase c = testkit::small_valid_case(op, RecordFormat::kPacked528);
+  c.cache.offset_bytes += 8;  // a misaligned cache base reaches the library as byte_offset
+  InsertOutputs out = testkit::make_outputs(c);
+  const InsertOutputs before = out;
+  EXPECT_EQ(backend.run(c, out).code, ErrorCode::kMisaligned);
+  EXPECT_TRUE(clean(backend));
+  EXPECT_EQ(out.cache, before.cache);
+  EXPECT_EQ(out.q_out, before.q_out);
+}
+
+HostTensor expect_kv_norm_equals_oracle(testkit::DeviceBackend& backend, testkit::Rng& rng, std::int64_t rows) {
+  const HostTensor kv = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, rows), {rows, kHeadDim});
+  const HostTensor w = make_tensor_from(DType::kBF16, testkit::random_bf16_rows(rng, 1), {kHeadDim});
+  std::vector<std::uint16_t> expected, actual;
+  EXPECT_TRUE(oracle::kv_norm(kv, w, 1e-6f, &expected).ok());
+  EXPECT_TRUE(backend.kv_norm(kv, w, 1e-6f, &actual).ok()) << backend.last_checks().abi_message;
+  EXPECT_TRUE(clean(backend));
+  EXPECT_EQ(expected, actual);
+  return w;
+}
+
+void KvNormRowsTest::SetUp() {
+  KVC_REQUIRE_CUDA_DEVICE();
+  testkit::DeviceBackendOptions options;
+  options.throw_on_damage = false;  // as make_backend()
+  backend_.emplace(kernel_library(), options);
+  if (const testkit::Support s = backend_->supports_kv_norm(); !s.supported) GTEST_SKIP() << s.reason;
+}
+
+std::string kv_norm_rows_name(const std::tuple<std::int64_t, bool>& rows_in_place) {
+  return "Rows" + std::to_string(std::get<0>(rows_in_place)) +
+         (std::get<1>(rows_in_place) ? "_InPlace" : "_OutOfPlace");
+}
+
+void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options) {
+  testkit::DeviceBackend device = make_backend(options);
+  KVC_REQUIRE_SUPPORT(device, c);
+  const InsertOutputs expected = oracle_outputs(c);
+  InsertOutputs first = testkit::make_outputs(c);
+  const Status s = device.run(c, first);
+  ASSERT_TRUE(s.ok()) << "a valid case was rejected: " << s.ToString();
+  ASSERT_TRUE(clean(device));
+  EXPECT_TRUE(matches_oracle(c, expected, first, declared_mode(device, c), name));
+  InsertOutputs second = testkit::make_outputs(c);
+  ASSERT_TRUE(device.run(c, second).ok());
+  EXPECT_TRUE(clean(device));
+  EXPECT_TRUE(identical_runs(c, first, second, "first run", "second run"));
 }
 
 }  // namespace kvc::gpu

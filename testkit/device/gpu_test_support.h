@@ -8,14 +8,21 @@
 // - KVC_REQUIRE_SUPPORT(backend, case): skips a case the library declares it does not implement.
 // - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
 //   under the approximate-rsqrt acceptance when the library declares that mode for the case.
+// - expect_conformant(): one valid case run twice on the device, against the oracle.
+// - expect_rejects_misaligned_cache(): a library's own validation answering a broken rule.
+// - expect_kv_norm_equals_oracle(): a library's standalone kv_norm on random rows.
+// - KvNormRowsTest: the fixture of the standalone kv_norm suites over (rows, in place).
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <tuple>
 
 #include "kvc/insert_case.h"
+#include "testkit/cases/case_builder.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
@@ -40,6 +47,8 @@ const testkit::KernelLibrary& kernel_library();
 // A backend over kernel_library() for one test. Damage is recorded, not thrown, so that a test
 // can assert on it and print every damaged buffer (expect_clean).
 testkit::DeviceBackend make_backend(testkit::DeviceBackendOptions options = {});
+// The same over another library (a shim under test).
+testkit::DeviceBackend make_backend(const testkit::KernelLibrary& library, testkit::DeviceBackendOptions options = {});
 
 // Guard zones intact and inputs unchanged in the backend's last call.
 ::testing::AssertionResult clean(const testkit::DeviceBackend& backend);
@@ -65,5 +74,34 @@ std::string first_q_out_difference(const InsertCase& c, const std::vector<std::u
 
 // Oracle outputs of a case (asserting it is accepted).
 InsertOutputs oracle_outputs(const InsertCase& c);
+
+// Runs `c` on the device and checks it against the oracle (matches_oracle under the declared
+// mode, guard zones and inputs clean), then checks that a second run writes identical bytes.
+// Skips a case the library does not implement.
+void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {});
+
+// With host validation off, `library` itself must answer a small packed528 case of `op` whose
+// cache base is misaligned (it reaches the library as byte_offset): kMisaligned, nothing written,
+// no damage.
+void expect_rejects_misaligned_cache(const testkit::KernelLibrary& library, InsertOp op);
+
+// `rows` random bf16 rows and a random bf16 weight, drawn from `rng`, through `backend`'s
+// standalone kv_norm (eps 1e-6): the oracle's bytes, no damage. Returns the weight, for a fused
+// check with the same one.
+HostTensor expect_kv_norm_equals_oracle(testkit::DeviceBackend& backend, testkit::Rng& rng, std::int64_t rows);
+
+// A standalone kv_norm test over (rows, in place): skipped without a device or without the
+// library's kv_norm; backend() is the backend whose support was asked.
+class KvNormRowsTest : public ::testing::TestWithParam<std::tuple<std::int64_t, bool>> {
+ protected:
+  void SetUp() override;
+  testkit::DeviceBackend& backend() { return *backend_; }
+
+ private:
+  std::optional<testkit::DeviceBackend> backend_;
+};
+
+// "Rows1024_InPlace": the test name of a KvNormRowsTest parameter.
+std::string kv_norm_rows_name(const std::tuple<std::int64_t, bool>& rows_in_place);
 
 }  // namespace kvc::gpu

@@ -75,17 +75,9 @@ bool wants_stacked_params(const StackedCtxKvCase& c, StackedParamsPolicy policy)
 
 StackedCtxKvDevice::StackedCtxKvDevice(KernelLibrary library) : library_(std::move(library)) {}
 
-StackedCtxKvDevice::~StackedCtxKvDevice() {
-  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
-}
-
 void* StackedCtxKvDevice::stream() {
-  if (stream_ == nullptr) {
-    cudaStream_t s = nullptr;
-    check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    stream_ = s;
-  }
-  return stream_;
+  if (!stream_) stream_.emplace();
+  return stream_->get();
 }
 
 Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {

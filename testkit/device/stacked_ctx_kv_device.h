@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "testkit/backends/backend.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/kernel_library.h"
+#include "testkit/device/owned_stream.h"
 
 namespace kvc::testkit {
 
@@ -58,7 +60,6 @@ struct StackedDeviceRun {
 class StackedCtxKvDevice {
  public:
   explicit StackedCtxKvDevice(KernelLibrary library);
-  ~StackedCtxKvDevice();
   StackedCtxKvDevice(const StackedCtxKvDevice&) = delete;
   StackedCtxKvDevice& operator=(const StackedCtxKvDevice&) = delete;
 
@@ -71,11 +72,10 @@ class StackedCtxKvDevice {
              StackedDeviceRun* run = nullptr);
 
  private:
-  void* stream();
-
   KernelLibrary library_;
   oracle::StackedParamCache cache_;
-  void* stream_ = nullptr;
+  void* stream();  // the runner's own stream, created on first use
+  std::optional<OwnedStream> stream_;
 };
 
 }  // namespace kvc::testkit

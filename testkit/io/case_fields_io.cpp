@@ -26,46 +26,37 @@ constexpr bool dtype_codes_match() {
 }
 static_assert(dtype_codes_match(), "case_fields::kDTypeCodes must equal kvc::DType");
 
-// The InsertCase member behind each listed name. A listed field without a binding is a
-// programming error (case_fields_test round-trips every field).
-// Templates over InsertCase and const InsertCase: the writer and the reader share one binding.
-template <typename Case>
-auto tensor_member(Case& c, std::string_view name) -> decltype(&c.kv) {
-  if (name == "kv") return &c.kv;
-  if (name == "slots") return &c.slots;
-  if (name == "positions") return &c.positions;
-  if (name == "cos_sin") return &c.cos_sin;
-  if (name == "fp8_scale") return &c.fp8_scale;
-  if (name == "q") return &c.q;
-  if (name == "q_scale_inv") return &c.q_scale_inv;
-  if (name == "kv_norm_weight") return &c.kv_norm_weight;
-  return nullptr;
-}
-template <typename Case>
-auto bool_member(Case& c, std::string_view name) -> decltype(&c.kv_mxfp8) {
-  if (name == "kv_mxfp8") return &c.kv_mxfp8;
-  if (name == "apply_q_norm") return &c.apply_q_norm;
-  if (name == "apply_q_rope") return &c.apply_q_rope;
-  if (name == "q_interleaved") return &c.q_interleaved;
-  return nullptr;
-}
-template <typename Case>
-auto float_member(Case& c, std::string_view name) -> decltype(&c.eps) {
-  if (name == "eps") return &c.eps;
-  if (name == "kv_norm_eps") return &c.kv_norm_eps;
-  return nullptr;
-}
-template <typename Case>
-auto int_member(Case& c, std::string_view name) -> decltype(&c.block_size) {
-  if (name == "block_size") return &c.block_size;
-  return nullptr;
-}
-
+// The InsertCase member behind each listed name, one table per member type. A listed field
+// without a binding is a programming error (case_fields_test round-trips every field).
 template <typename T>
-T& bound(T* member, std::string_view name) {
-  if (member == nullptr)
-    throw std::logic_error("case_fields lists \"" + std::string(name) + "\" but no InsertCase member is bound to it");
-  return *member;
+struct Binding {
+  std::string_view name;
+  T InsertCase::*member;
+};
+constexpr Binding<HostTensor> kTensorMembers[] = {
+    {"kv", &InsertCase::kv},
+    {"slots", &InsertCase::slots},
+    {"positions", &InsertCase::positions},
+    {"cos_sin", &InsertCase::cos_sin},
+    {"fp8_scale", &InsertCase::fp8_scale},
+    {"q", &InsertCase::q},
+    {"q_scale_inv", &InsertCase::q_scale_inv},
+    {"kv_norm_weight", &InsertCase::kv_norm_weight},
+};
+constexpr Binding<bool> kBoolMembers[] = {{"kv_mxfp8", &InsertCase::kv_mxfp8},
+                                          {"apply_q_norm", &InsertCase::apply_q_norm},
+                                          {"apply_q_rope", &InsertCase::apply_q_rope},
+                                          {"q_interleaved", &InsertCase::q_interleaved}};
+constexpr Binding<float> kFloatMembers[] = {{"eps", &InsertCase::eps}, {"kv_norm_eps", &InsertCase::kv_norm_eps}};
+constexpr Binding<std::int64_t> kIntMembers[] = {{"block_size", &InsertCase::block_size}};
+
+// The member of `c` that `bindings` bind to `name`. A template over InsertCase and const
+// InsertCase: the writer and the reader share one binding.
+template <typename Case, typename T, std::size_t N>
+auto& bound(Case& c, const Binding<T> (&bindings)[N], std::string_view name) {
+  for (const Binding<T>& b : bindings)
+    if (b.name == name) return c.*(b.member);
+  throw std::logic_error("case_fields lists \"" + std::string(name) + "\" but no InsertCase member is bound to it");
 }
 
 const json& member(const json& j, std::string_view name) {
@@ -124,7 +115,7 @@ json insert_case_fields_to_json(const InsertCase& c, const TensorBytesCodec& cod
     switch (f.kind) {
       case cf::Kind::kOp: j[key] = std::string(c.op == InsertOp::kLegacy ? cf::kOpLegacy : cf::kOpKvOnly); break;
       case cf::Kind::kTensor: {
-        const HostTensor& t = bound(tensor_member(c, f.name), f.name);
+        const HostTensor& t = bound(c, kTensorMembers, f.name);
         if (!t.present) {
           j[key] = nullptr;
           break;
@@ -138,9 +129,9 @@ json insert_case_fields_to_json(const InsertCase& c, const TensorBytesCodec& cod
         j[key] = c.op == InsertOp::kLegacy ? tensor_meta_to_json(c.q_out) : json(nullptr);
         break;
       case cf::Kind::kCacheGeometry: j[key] = geometry_to_json(c.cache); break;
-      case cf::Kind::kInt: j[key] = bound(int_member(c, f.name), f.name); break;
-      case cf::Kind::kBool: j[key] = bound(bool_member(c, f.name), f.name); break;
-      case cf::Kind::kFloat: j[key] = bound(float_member(c, f.name), f.name); break;
+      case cf::Kind::kInt: j[key] = bound(c, kIntMembers, f.name); break;
+      case cf::Kind::kBool: j[key] = bound(c, kBoolMembers, f.name); break;
+      case cf::Kind::kFloat: j[key] = bound(c, kFloatMembers, f.name); break;
     }
   }
   return j;
@@ -163,7 +154,7 @@ InsertCase insert_case_fields_from_json(const json& j, const TensorBytesCodec& c
           break;
         }
         case cf::Kind::kTensor: {
-          HostTensor& t = bound(tensor_member(c, f.name), f.name);
+          HostTensor& t = bound(c, kTensorMembers, f.name);
           if (v.is_null()) break;  // absent optional
           t.meta = tensor_meta_from_json(member(v, cf::kMetaKey));
           t.bytes = codec.read(f.name, v);
@@ -174,9 +165,9 @@ InsertCase insert_case_fields_from_json(const json& j, const TensorBytesCodec& c
           if (!v.is_null()) c.q_out = tensor_meta_from_json(v);
           break;
         case cf::Kind::kCacheGeometry: c.cache = geometry_from_json(v); break;
-        case cf::Kind::kInt: bound(int_member(c, f.name), f.name) = v.get<std::int64_t>(); break;
-        case cf::Kind::kBool: bound(bool_member(c, f.name), f.name) = v.get<bool>(); break;
-        case cf::Kind::kFloat: bound(float_member(c, f.name), f.name) = v.get<float>(); break;
+        case cf::Kind::kInt: bound(c, kIntMembers, f.name) = v.get<std::int64_t>(); break;
+        case cf::Kind::kBool: bound(c, kBoolMembers, f.name) = v.get<bool>(); break;
+        case cf::Kind::kFloat: bound(c, kFloatMembers, f.name) = v.get<float>(); break;
       }
     } catch (const json::exception& e) {
       throw std::runtime_error("field \"" + std::string(f.name) + "\": " + e.what());

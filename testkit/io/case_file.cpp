@@ -38,31 +38,14 @@ std::vector<std::uint8_t> from_hex(const std::string& s) {
   return out;
 }
 
-json meta_to_json(const TensorMeta& m) {
-  return json{{"dtype", static_cast<int>(m.dtype)},
-              {"sizes", m.sizes},
-              {"strides", m.strides},
-              {"offset_bytes", m.offset_bytes},
-              {"device", m.device}};
-}
-TensorMeta meta_from_json(const json& j) {
-  TensorMeta m;
-  m.dtype = static_cast<DType>(j.at("dtype").get<int>());
-  m.sizes = j.at("sizes").get<std::vector<std::int64_t>>();
-  m.strides = j.at("strides").get<std::vector<std::int64_t>>();
-  m.offset_bytes = j.at("offset_bytes").get<std::int64_t>();
-  m.device = j.at("device").get<int>();
-  return m;
-}
-
 json tensor_to_json(const HostTensor& t) {
   if (!t.present) return nullptr;
-  return json{{"meta", meta_to_json(t.meta)}, {"bytes", to_hex(t.bytes)}};
+  return json{{"meta", tensor_meta_to_json(t.meta)}, {"bytes", to_hex(t.bytes)}};
 }
 HostTensor tensor_from_json(const json& j) {
   HostTensor t;
   if (j.is_null()) return t;
-  t.meta = meta_from_json(j.at("meta"));
+  t.meta = tensor_meta_from_json(j.at("meta"));
   t.bytes = from_hex(j.at("bytes").get<std::string>());
   t.present = true;
   return t;
@@ -180,8 +163,8 @@ json stacked_case_to_json(const StackedCtxKvCase& c) {
                           {"num_kv_heads", l.num_kv_heads},
                           {"head_dim", l.head_dim},
                           {"quantized", l.quantized},
-                          {"k_pool", meta_to_json(l.k_pool)},
-                          {"v_pool", meta_to_json(l.v_pool)}});
+                          {"k_pool", tensor_meta_to_json(l.k_pool)},
+                          {"v_pool", tensor_meta_to_json(l.v_pool)}});
   }
   return json{{"contract_version", kContractVersion},
               {"op", "stacked_ctx_kv"},
@@ -217,8 +200,8 @@ StackedCtxKvCase stacked_case_from_json(const json& j) {
       l.num_kv_heads = lj.at("num_kv_heads").get<std::int64_t>();
       l.head_dim = lj.at("head_dim").get<std::int64_t>();
       l.quantized = lj.at("quantized").get<bool>();
-      l.k_pool = meta_from_json(lj.at("k_pool"));
-      l.v_pool = meta_from_json(lj.at("v_pool"));
+      l.k_pool = tensor_meta_from_json(lj.at("k_pool"));
+      l.v_pool = tensor_meta_from_json(lj.at("v_pool"));
       c.layers.push_back(std::move(l));
     }
     return c;

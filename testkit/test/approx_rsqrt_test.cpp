@@ -126,6 +126,16 @@ class ApproxRsqrtInsert : public ::testing::TestWithParam<bool> {  // true: Q-no
  protected:
   InsertCase c = GetParam() ? q_norm_case() : kv_norm_case();
   InsertOutputs expected = oracle_outputs(c);
+
+  // The oracle's outputs with norm row `row` (named `row_name`) rewritten as if made with
+  // r + `ulps` ulp, compared under the approximate mode.
+  testkit::ApproxRsqrtResult compare_with_row_moved(const NormRow& row, const char* row_name, int ulps) {
+    InsertOutputs planted = expected;
+    testkit::rewrite_norm_row(c, row, ulps, planted);
+    EXPECT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out)
+        << "r + " << ulps << " ulp must change row " << row_name << "'s bytes";
+    return testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, planted);
+  }
 };
 
 TEST_P(ApproxRsqrtInsert, ExactIsTheDefault) {
@@ -142,12 +152,8 @@ TEST_P(ApproxRsqrtInsert, ExactIsTheDefault) {
 }
 
 TEST_P(ApproxRsqrtInsert, RowMadeWithROnePlusUlpPassesAndIsReported) {
-  InsertOutputs planted = expected;
   const NormRow a = pick(c, false);
-  testkit::rewrite_norm_row(c, a, 1, planted);
-  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out)
-      << "r + 1 ulp must change row A's bytes";
-  const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, planted);
+  const testkit::ApproxRsqrtResult r = compare_with_row_moved(a, "A", 1);
   EXPECT_TRUE(r.accepted) << r.report;
   ASSERT_EQ(r.moved.size(), 1u) << r.report;
   EXPECT_EQ(r.moved[0].row.token, a.token);
@@ -178,12 +184,8 @@ TEST_P(ApproxRsqrtInsert, RowWithOneChangedByteFails) {
 }
 
 TEST_P(ApproxRsqrtInsert, RowMadeWithRPlusThreeUlpFails) {
-  InsertOutputs planted = expected;
   const NormRow b = pick(c, true);
-  testkit::rewrite_norm_row(c, b, 3, planted);
-  ASSERT_FALSE(planted.cache == expected.cache && planted.q_out == expected.q_out)
-      << "r + 3 ulp must change row B's bytes";
-  const testkit::ApproxRsqrtResult r = testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, planted);
+  const testkit::ApproxRsqrtResult r = compare_with_row_moved(b, "B", 3);
   EXPECT_FALSE(r.accepted) << r.report;
   ASSERT_EQ(r.rejected.size(), 1u) << r.report;
   EXPECT_EQ(r.rejected[0].token, b.token);

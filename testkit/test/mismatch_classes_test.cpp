@@ -16,6 +16,7 @@
 #include "testkit/compare/mismatch_classes.h"
 #include "testkit/planted/planted_defects.h"
 #include "testkit/cases/small_cases.h"
+#include "testkit/cases/test_name.h"
 
 namespace kvc::testkit {
 namespace {
@@ -34,10 +35,8 @@ std::vector<Planted> planted_matrix() {
 }
 
 std::string planted_name(const Planted& p) {
-  std::string n = std::string(planted_defect_name(p.defect)) + "_" + std::string(layout_of(p.format).name);
-  for (char& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
+  return dashes_to_underscores(std::string(planted_defect_name(p.defect)) + "_" +
+                               std::string(layout_of(p.format).name));
 }
 
 void PrintTo(const Planted& p, std::ostream* os) { *os << planted_name(p); }

@@ -11,10 +11,7 @@
 namespace kvc::abi {
 
 Outcome check_kv_norm(const kvc_kv_norm_args* a, KvNormCall* call) {
-  if (a == nullptr) return bad_argument("args is NULL");
-  if (std::string d =
-          struct_size_defect("struct_size", a->struct_size, KVC_ABI_END_OF(kvc_kv_norm_args, eps), "kvc_kv_norm_args");
-      !d.empty())
+  if (std::string d = args_defect(a, KVC_ABI_END_OF(kvc_kv_norm_args, eps), "kvc_kv_norm_args"); !d.empty())
     return bad_argument(d);
   if (std::string d = first_structural_defect({{a->kv, "kv"}, {a->weight, "weight"}, {a->out, "out"}}); !d.empty())
     return bad_argument(d);

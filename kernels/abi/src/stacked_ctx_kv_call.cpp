@@ -65,10 +65,7 @@ void describe(const kvc_stacked_ctx_kv_args& a, StackedCtxKvCase& c) {
 }  // namespace
 
 Outcome check_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, StackedCtxKvCase* c) {
-  if (a == nullptr) return bad_argument("args is NULL");
-  if (std::string d =
-          struct_size_defect("struct_size", a->struct_size, KVC_ABI_END_OF(kvc_stacked_ctx_kv_args, path_taken),
-                             "kvc_stacked_ctx_kv_args");
+  if (std::string d = args_defect(a, KVC_ABI_END_OF(kvc_stacked_ctx_kv_args, path_taken), "kvc_stacked_ctx_kv_args");
       !d.empty())
     return bad_argument(d);
   if (std::string d =

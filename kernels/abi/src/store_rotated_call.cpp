@@ -11,9 +11,7 @@
 namespace kvc::abi {
 
 Outcome check_store_rotated(const kvc_store_rotated_args* a, StoreCase* c) {
-  if (a == nullptr) return bad_argument("args is NULL");
-  if (std::string d = struct_size_defect("struct_size", a->struct_size,
-                                         KVC_ABI_END_OF(kvc_store_rotated_args, kv_mxfp8), "kvc_store_rotated_args");
+  if (std::string d = args_defect(a, KVC_ABI_END_OF(kvc_store_rotated_args, kv_mxfp8), "kvc_store_rotated_args");
       !d.empty())
     return bad_argument(d);
   if (std::string d = first_structural_defect({{a->rows, "rows"}, {a->kv_cache, "kv_cache"}, {a->indices, "indices"}});

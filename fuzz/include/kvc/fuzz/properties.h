@@ -85,6 +85,8 @@ struct PropertySpec {
 
 const std::vector<PropertySpec>& all_properties();
 const PropertySpec* find_property(const std::string& name);
+// The names of all_properties(), in table order.
+std::vector<std::string> property_names();
 
 // The profile a property is judged under for case c: what `sut` declares for it, with the rsqrt
 // policy taken as `rn` when c has no norm row (the policy changes no byte of such a case, §6.1).

@@ -18,4 +18,12 @@ namespace kvc::abi {
 std::string struct_size_defect(const char* what, std::uint32_t struct_size, std::size_t end_of_field,
                                const char* type_name);
 
+// The first check of every entry point: empty when `args` is given and its struct_size reaches
+// `end_of_field`, else "args is NULL" or struct_size_defect's message.
+template <typename Args>
+std::string args_defect(const Args* args, std::size_t end_of_field, const char* type_name) {
+  if (args == nullptr) return "args is NULL";
+  return struct_size_defect("struct_size", args->struct_size, end_of_field, type_name);
+}
+
 }  // namespace kvc::abi
