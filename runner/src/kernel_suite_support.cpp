@@ -47,7 +47,7 @@ void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profi
   const AbiOp op = abi_op_of(c);
   r.add_bytes(op, 0);
   RecordingBackend recorder(device, profile);
-  try {
+  judge_library_call(r, [&] {
     const testkit::BackendCheck result = testkit::check_backend_insert(recorder, c);
     r.add_bytes(op, compared_bytes(result, device, recorder.last()));
     r.rsqrt.add(result.rsqrt);
@@ -84,11 +84,7 @@ void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profi
       }
       fail(r, text);
     }
-  } catch (const testkit::BufferDamageError& e) {
-    record_damage(r, e.what());
-  } catch (const testkit::KernelCallError& e) {
-    fail(r, std::string("kernel call failed: ") + e.what());
-  }
+  });
 }
 
 }  // namespace kvc::runner

@@ -24,6 +24,20 @@ std::string format_key(RecordFormat f);
 // region no op may touch.
 void record_damage(CheckResult& r, const std::string& what);
 
+// Runs `body` (the library's part of one check) and turns the device's two failures into the
+// check's verdict instead of an exception: memory damage (record_damage) and a call the library
+// could not make ("kernel call failed: ...").
+template <typename Body>
+void judge_library_call(CheckResult& r, Body&& body) {
+  try {
+    body();
+  } catch (const testkit::BufferDamageError& e) {
+    record_damage(r, e.what());
+  } catch (const testkit::KernelCallError& e) {
+    fail(r, std::string("kernel call failed: ") + e.what());
+  }
+}
+
 // One insert case through the library and the oracle under the declared profile (or
 // `profile`), through the profile checker: status, whole backing, q_out exactly or row by row
 // under a declared approximate rsqrt; the bytes of a failure are classified. With `repeat`, a

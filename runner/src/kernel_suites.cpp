@@ -125,16 +125,12 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
     RecordingBackend recorder(device, options.profile);
     const AbiOp op = abi_op_of(f.c);
     r.add_bytes(op, 0);
-    try {
+    judge_library_call(r, [&] {
       judge_fixture(f, recorder, r);
       // A fixture the library ran is compared whole, backing and q_out; a rejection or a skip compares nothing.
       if (r.verdict != Verdict::kSkipped && device.last_checks().abi_called && recorder.last_status().ok())
         r.add_bytes(op, static_cast<std::int64_t>(recorder.last().cache.size() + recorder.last().q_out.size()));
-    } catch (const testkit::BufferDamageError& e) {
-      record_damage(r, e.what());
-    } catch (const testkit::KernelCallError& e) {
-      fail(r, std::string("kernel call failed: ") + e.what());
-    }
+    });
     r.seconds = clock.seconds();
     sink.record(r);
   }

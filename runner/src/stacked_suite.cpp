@@ -229,28 +229,26 @@ void stacked_suite(const RunOptions& options, const testkit::KernelLibrary& libr
         kernel_check(kSuiteStacked, std::string(abi_op_name(AbiOp::kStackedCtxKv)),
                      c.storage_dtype() == DType::kF16 ? "fp16" : "bf16", cell.name + check_suffix(cell.check));
     r.add_bytes(AbiOp::kStackedCtxKv, 0);
-    try {
-      if (const testkit::Support s = device.supports(c); !s.supported) {
-        skip(r, s.reason);
-      } else if (cell.check == StackedCheck::kExactOrder) {
-        exact_order(device, c, cell, r);
-      } else if (cell.check == StackedCheck::kAnyOrder) {
-        any_order(device, c, cell, r);
-      } else {
-        auto_falls_back(device, c, r);
+    judge_library_call(r, [&] {
+      try {
+        if (const testkit::Support s = device.supports(c); !s.supported) {
+          skip(r, s.reason);
+        } else if (cell.check == StackedCheck::kExactOrder) {
+          exact_order(device, c, cell, r);
+        } else if (cell.check == StackedCheck::kAnyOrder) {
+          any_order(device, c, cell, r);
+        } else {
+          auto_falls_back(device, c, r);
+        }
+      } catch (const GemmUnsupported& e) {
+        if (r.verdict == Verdict::kFailed) {
+          fail(r, e.what());
+        } else {
+          r.bytes_by_op[AbiOp::kStackedCtxKv] = 0;  // a skipped check compared nothing
+          skip(r, e.what());
+        }
       }
-    } catch (const GemmUnsupported& e) {
-      if (r.verdict == Verdict::kFailed) {
-        fail(r, e.what());
-      } else {
-        r.bytes_by_op[AbiOp::kStackedCtxKv] = 0;  // a skipped check compared nothing
-        skip(r, e.what());
-      }
-    } catch (const testkit::BufferDamageError& e) {
-      record_damage(r, e.what());
-    } catch (const testkit::KernelCallError& e) {
-      fail(r, std::string("kernel call failed: ") + e.what());
-    }
+    });
     r.seconds = clock.seconds();
     sink.record(r);
   }

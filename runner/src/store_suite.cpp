@@ -58,7 +58,7 @@ void store_check(const RunOptions& options, testkit::DeviceBackend& device, cons
     return;
   }
   RecordingBackend recorder(device, options.profile);
-  try {
+  judge_library_call(r, [&] {
     const testkit::BackendCheck result = testkit::check_backend_store(recorder, c);
     r.add_bytes(AbiOp::kStoreRotated, compared_bytes(result, device, recorder.last_store()));
     if (!result.passed) {
@@ -70,11 +70,7 @@ void store_check(const RunOptions& options, testkit::DeviceBackend& device, cons
     std::vector<std::uint8_t> second = testkit::make_store_backing(c);
     (void)device.run_store(c, second);
     if (first != second) fail(r, "a second run wrote different bytes (the result depends on timing or the grid)");
-  } catch (const testkit::BufferDamageError& e) {
-    record_damage(r, e.what());
-  } catch (const testkit::KernelCallError& e) {
-    fail(r, std::string("kernel call failed: ") + e.what());
-  }
+  });
 }
 
 }  // namespace

@@ -12,38 +12,26 @@
 // kernel failure that does not fail the run, an op of the ABI the runner never calls, and classes
 // lost between the checks and the reports.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "testkit/device/device_buffers.h"
 #include "testkit/io/case_file.h"
+#include "testkit/process/program_run.h"
 
 namespace {
 
-struct Command {
-  int status = -1;
-  std::string output;
-};
+using Command = kvc::testkit::ProgramRun;
 
-// `env` is a prefix of the command, e.g. "env -u KVC_KERNELS".
+// `env` is a prefix of the command, e.g. "env -u KVC_KERNELS". The log's last lines are printed.
 Command run(const std::string& args, const std::string& name, const std::string& env = "") {
   const std::string log = ::testing::TempDir() + "kvc-runner-device-" + name + ".log";
-  const std::string command = env + " '" + KVCONFORM_BINARY + "' " + args + " > '" + log + "' 2>&1";
-  const int raw = std::system(command.c_str());
-  std::printf("$ %s\n-> see %s\n", command.c_str(), log.c_str());
-  std::system(("tail -60 '" + log + "'").c_str());
-  Command r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  std::ifstream in(log);
-  std::ostringstream s;
-  s << in.rdbuf();
-  r.output = s.str();
+  const Command r = kvc::testkit::run_program(KVCONFORM_BINARY, args, log, env);
+  const std::size_t tail = r.output.size() > 6000 ? r.output.size() - 6000 : 0;
+  std::printf("$ %s\n-> exit %d\n%s\n", r.command.c_str(), r.status, r.output.substr(tail).c_str());
   return r;
 }
 

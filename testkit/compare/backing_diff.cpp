@@ -131,4 +131,17 @@ std::string format_case_report(const InsertCase& c, const DiffReport& report, co
   return format_report(report, expected, actual, view_of(c), context);
 }
 
+std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8_t>& before,
+                               const std::vector<std::uint8_t>& after, const ReportContext& ctx) {
+  const DiffReport written = diff_case_backings(c, before, after);
+  std::string classes;
+  for (const ByteClass stray : kOutsideAddressedRecords) {
+    if (written.count_by_class.count(stray) == 0) continue;
+    classes += (classes.empty() ? "" : ", ") + std::string(name(stray));
+  }
+  if (classes.empty()) return "";
+  return "bytes outside the addressed records changed (" + classes + ")\n" +
+         format_case_report(c, written, before, after, ctx);
+}
+
 }  // namespace kvc::testkit

@@ -71,4 +71,11 @@ DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_
 std::string format_case_report(const InsertCase& c, const DiffReport& report, const std::vector<std::uint8_t>& expected,
                                const std::vector<std::uint8_t>& actual, ReportContext context);
 
+// The locality check of an op that must write only its addressed records (a valid call, or a
+// rejected one that must write nothing): "" when no byte outside the addressed records changed
+// between `before` and `after` (page padding, row gaps, foreign slots, outside the view); else
+// "bytes outside the addressed records changed (<every such class>)" and the diff's report.
+std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8_t>& before,
+                               const std::vector<std::uint8_t>& after, const ReportContext& ctx);
+
 }  // namespace kvc::testkit
