@@ -274,7 +274,8 @@ TEST(RunReportCoverage, NotExportedAndNotSelectedOpsAreListedNeitherPassedNorInc
   EXPECT_NE(text.find("not exported"), std::string::npos) << text;
   EXPECT_NE(text.find("not selected"), std::string::npos) << text;
   EXPECT_NE(text.find("PASSED"), std::string::npos) << text;
-  for (const auto& row : json_of(r).at("coverage"))
+  const nlohmann::json report_json = json_of(r);  // the range-for below must not outlive it
+  for (const auto& row : report_json.at("coverage"))
     if (row.at("op") == "store_rotated") {
       EXPECT_FALSE(row.at("exported").get<bool>());
       EXPECT_EQ(row.at("status").get<std::string>(), "not exported");
