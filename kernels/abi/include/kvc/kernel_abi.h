@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define KVC_KERNEL_ABI_VERSION_MAJOR 1
-#define KVC_KERNEL_ABI_VERSION_MINOR 1
+#define KVC_KERNEL_ABI_VERSION_MINOR 2
 #define KVC_KERNEL_ABI_VERSION       (KVC_KERNEL_ABI_VERSION_MAJOR * 1000 + KVC_KERNEL_ABI_VERSION_MINOR)
 
 /* DLPack 1.1 type codes that older dlpack.h headers (Debian 12 ships 0.6) do not name. */
@@ -61,7 +61,11 @@ typedef enum kvc_op {
   KVC_OP_LEGACY_INSERT = 1,  /* the Q+KV "dummy query" op, and the full-cache Q paths */
   KVC_OP_KV_NORM = 2,        /* standalone kv_norm */
   KVC_OP_STORE_ROTATED = 3,  /* since 1.1: normed and rotated rows -> packed records (no RoPE) */
-  KVC_OP_STACKED_CTX_KV = 4  /* since 1.1: DSpark stacked context-KV projection and pool write */
+  KVC_OP_STACKED_CTX_KV = 4, /* since 1.1: DSpark stacked context-KV projection and pool write */
+  /* Since 1.2, a support query only: kvc_kv_only_insert with kv_norm_weight set (kv_norm fused in
+   * front). A library that binds only the plain insert declares it unsupported and its fused
+   * cases are skipped. A library built against 1.0 or 1.1 is asked KVC_OP_KV_ONLY_INSERT instead. */
+  KVC_OP_KV_ONLY_INSERT_KV_NORM = 5
 } kvc_op;
 
 /* Record formats; the numbers are kvconform's RecordFormat numbers. */
@@ -107,6 +111,41 @@ typedef enum kvc_amax_floor_policy {
   KVC_AMAX_FLOOR_AFTER_DIVIDE = 1   /* q = max(amax / 448, 1e-4) */
 } kvc_amax_floor_policy;
 
+/* Since 1.2: the geometry a library accepts for an (op, format, kv dtype), and the validation it
+ * does itself. 0 is always "whatever the contract allows", so a library built against 1.0 or 1.1
+ * (whose struct the suite zeroes first) declares no limits and every validation code. The suite
+ * builds its cases in the library's own layout where the contract allows it and reports the rest
+ * skipped, naming the limit.
+ *
+ * Order of answers: a call outside what the library declares (an op, format or kv dtype it does
+ * not support, or geometry outside its limits) returns KVC_STATUS_UNSUPPORTED before any
+ * validation code, whatever else is wrong with it; a call inside its declared support gets the
+ * validation codes it declares it enforces. The suite sends calls outside the declared support
+ * only from `kvconform probe`. */
+typedef enum kvc_page_stride_rule {
+  KVC_PAGE_STRIDE_ANY = 0,        /* any page stride (stride(0) in bytes) the contract allows */
+  KVC_PAGE_STRIDE_ALIGNED_UP = 1, /* exactly ceil(block_size * record bytes / page_stride_align) *
+                                   * page_stride_align (SGLang's store: align 576) */
+  KVC_PAGE_STRIDE_DENSE = 2       /* exactly block_size * record bytes */
+} kvc_page_stride_rule;
+typedef enum kvc_block_size_rule {
+  KVC_BLOCK_SIZE_ANY = 0,
+  KVC_BLOCK_SIZE_POWER_OF_TWO = 1,
+  KVC_BLOCK_SIZE_LISTED = 2 /* one of block_sizes[0 .. block_size_count) */
+} kvc_block_size_rule;
+/* kvc_op_support.cache_ranks and .index_dtypes are bit masks; 0 = every one the contract allows
+ * for the op (the insert ops: a 3-D cache, int64 slot_mapping; the store op: 2-D or 3-D, int32 or
+ * int64 indices). */
+#define KVC_CACHE_RANK_2 (1u << 2)
+#define KVC_CACHE_RANK_3 (1u << 3)
+#define KVC_INDEX_INT32  (1u << 0)
+#define KVC_INDEX_INT64  (1u << 1)
+typedef enum kvc_validation_scope {
+  KVC_VALIDATION_ALL = 0,    /* every validation code of the contract that applies to the op */
+  KVC_VALIDATION_LISTED = 1, /* only enforced_codes[0 .. enforced_code_count) */
+  KVC_VALIDATION_NONE = 2    /* none: a rule-breaking call is the caller's fault (undefined) */
+} kvc_validation_scope;
+
 /* What a library says about one (op, format, kv dtype) combination. */
 typedef struct kvc_op_support {
   uint32_t struct_size;
@@ -123,6 +162,17 @@ typedef struct kvc_op_support {
   int32_t pad_byte;       /* kvc_pad_byte_policy */
   int32_t scale_exponent; /* kvc_scale_exponent_rule */
   int32_t amax_floor;     /* kvc_amax_floor_policy */
+  /* Since 1.2: limits and validation (above). Arrays are static, owned by the library. */
+  int32_t page_stride_rule;      /* kvc_page_stride_rule */
+  int32_t page_stride_align;     /* bytes, KVC_PAGE_STRIDE_ALIGNED_UP only */
+  int32_t block_size_rule;       /* kvc_block_size_rule */
+  int32_t block_size_count;      /* KVC_BLOCK_SIZE_LISTED only */
+  const int64_t* block_sizes;    /* KVC_BLOCK_SIZE_LISTED only */
+  uint32_t cache_ranks;          /* KVC_CACHE_RANK_* mask, 0 = the contract's */
+  uint32_t index_dtypes;         /* KVC_INDEX_* mask, 0 = the contract's */
+  int32_t validation;            /* kvc_validation_scope */
+  int32_t enforced_code_count;   /* KVC_VALIDATION_LISTED only */
+  const int32_t* enforced_codes; /* KVC_VALIDATION_LISTED only: 1xx and 2xx codes */
 } kvc_op_support;
 
 /* kv_dtype is a DLDataType code: kDLBfloat (bf16) or kDLFloat (with bits 16: fp16). */
