@@ -20,7 +20,14 @@
 # built; the gate says so and goes on.
 #
 #   ci/device-gate.sh [--kernels PATH.so]... [--jobs N] [--no-exhaustive] [--no-fuzz] [--skip-build]
-#                     [--tests REGEX] [--sanitizer] [--no-runner] [--runner-max-tokens N]
+#                     [--tests REGEX] [--sanitizer] [--no-runner] [--runner-max-tokens N] [--doubles]
+#
+# --doubles adds one stage per test double of testkit/doubles/expected_verdicts.tsv (libraries that
+# behave like foreign ones: fewer ops, another layout, no validation, stray writes, a wrong
+# profile): the GPU tests its line names run with KVC_KERNELS=<double>, and must fail exactly
+# where the line says (ci/double_verdicts.py); `kvconform run --kernels <double>` must exit with
+# the status the line gives; `kvconform probe` (when built) prints what it does with bad input. A
+# double's stage passes when every verdict is the one it must be.
 #
 # After each GPU suite stage, `kvconform run` checks the same library (every op of the ABI: the
 # registry's kernel matrix, the DSpark scenario, the golden fixtures, the ABI's validation, the
@@ -48,6 +55,7 @@ sanitizer=0
 tests_regex=""
 runner=1
 runner_max_tokens=0
+doubles=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernels) libraries+=("$(realpath "$2")"); shift 2 ;;
@@ -59,6 +67,7 @@ while [ $# -gt 0 ]; do
     --sanitizer) sanitizer=1; shift ;;
     --no-runner) runner=0; shift ;;
     --runner-max-tokens) runner_max_tokens="$2"; shift 2 ;;
+    --doubles) doubles=1; shift ;;
     -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "device-gate: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -186,6 +195,51 @@ for lib in "${libraries[@]}"; do
       runner_run "$lib" "$(basename "$lib")"
   fi
 done
+# double_stage NAME GPU_REGEX MUST_FAIL RUN_EXIT [RUN ARGS...]: one test double's verdicts.
+double_stage() {
+  local name="$1" tests="$2" must_fail="$3" run_exit="$4"; shift 4
+  local lib status=0 rc
+  lib="$(find "$build_dir/testkit/doubles" -name "libkvc_double_$name.so" -print -quit 2>/dev/null)"
+  if [ -z "$lib" ]; then
+    echo "device-gate: libkvc_double_$name.so was not built (a CUDA build builds every double)"
+    return 1
+  fi
+  # A double's verdicts show at small shapes: 4096 tokens unless --runner-max-tokens says otherwise.
+  local double_max_tokens=$((runner_max_tokens > 0 ? runner_max_tokens : 4096))
+  local junit="$log_dir/ctest-double-$name.xml"
+  echo "--- GPU tests matching '$tests' with KVC_KERNELS=$(basename "$lib"); must fail: $must_fail"
+  KVC_KERNELS="$lib" ctest --test-dir "$build_dir" -L gpu -LE sanitizer -R "$tests" -j "$jobs" \
+    --output-junit "$junit" >"$log_dir/gpu-double-$name.log" 2>&1 || true
+  python3 "$KVC_ROOT/ci/double_verdicts.py" "$junit" --must-fail "$must_fail" || status=1
+  echo "--- kvconform run --kernels $(basename "$lib") $*; must exit $run_exit"
+  set +e
+  "$build_dir/runner/kvconform" run --kernels "$lib" --max-tokens "${double_max_tokens}" \
+    --json "$log_dir/kvconform-double-$name.json" "$@" >"$log_dir/kvconform-double-$name.log" 2>&1
+  rc=$?
+  set -e
+  grep -E '^(PASSED|FAILED|NOTHING CHECKED|INCOMPLETE|ERROR)' "$log_dir/kvconform-double-$name.log" | tail -2
+  if [ "$rc" -ne "$run_exit" ]; then
+    echo "  WRONG VERDICT kvconform run exited $rc, must exit $run_exit (log: $log_dir/kvconform-double-$name.log)"
+    status=1
+  fi
+  if "$build_dir/runner/kvconform" probe --help >/dev/null 2>&1; then
+    echo "--- kvconform probe --kernels $(basename "$lib")"
+    "$build_dir/runner/kvconform" probe --kernels "$lib" >"$log_dir/probe-double-$name.log" 2>&1 || true
+    tail -15 "$log_dir/probe-double-$name.log"
+  fi
+  return $status
+}
+
+if [ $doubles -eq 1 ]; then
+  # fd 3: the stages' commands read nothing from the table.
+  while IFS='|' read -r name tests must_fail run_exit run_args <&3; do
+    name="$(echo "$name" | xargs)"
+    case "$name" in '' | '#'*) continue ;; esac
+    # shellcheck disable=SC2086  # run_args: words, by design
+    run_stage "test double $name" "$log_dir/double-$name.log" \
+      double_stage "$name" "$(echo "$tests" | xargs)" "$(echo "$must_fail" | xargs)" "$(echo "$run_exit" | xargs)" $run_args
+  done 3<"$KVC_ROOT/testkit/doubles/expected_verdicts.tsv"
+fi
 if [ $sanitizer -eq 1 ]; then
   run_stage "compute-sanitizer, our kernels" "$log_dir/sanitizer.log" --junit "$log_dir/ctest-sanitizer.xml" \
     sanitizer_suite
