@@ -39,6 +39,7 @@ std::string outside_limits(const GeometryLimits& limits, RecordFormat format, st
       break;
   }
   if (const std::optional<std::int64_t> required = required_page_stride(limits, format, block_size)) {
+    if (*required < 0) return "no page stride meets the limit with block size " + std::to_string(block_size);
     if (page_stride_bytes != required) {
       const char* rule = limits.page_stride == PageStrideRule::kDense
                              ? "dense pages"
