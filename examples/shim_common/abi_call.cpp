@@ -73,9 +73,9 @@ const OpBinding* bind_call(const ShimConfig& config, const char* op_kind, const 
     *answer = {KVC_STATUS_UNSUPPORTED, std::string(key.what) + ": no cache format or row dtype to look up"};
     return nullptr;
   }
-  const std::string where = (key.cache != nullptr ? std::string(" for ") + std::string(kvc::layout_of(*format).name)
-                                                  : std::string()) +
-                            (dtype == kvc::DType::kF16 ? " with fp16 rows" : "");
+  const std::string where =
+      (key.cache != nullptr ? std::string(" for ") + std::string(kvc::layout_of(*format).name) : std::string()) +
+      (dtype == kvc::DType::kF16 ? " with fp16 rows" : "");
   const OpBinding* b = config.find(key.entry, *format, *dtype);
   if (b == nullptr) {
     *answer = {KVC_STATUS_UNSUPPORTED,
@@ -85,7 +85,8 @@ const OpBinding* bind_call(const ShimConfig& config, const char* op_kind, const 
   if (key.cache != nullptr) {
     if (std::string why = outside_limits(b->limits, *format, key.block_size, geometry.checked_page_stride_bytes());
         !why.empty()) {
-      *answer = {KVC_STATUS_UNSUPPORTED, b->display() + " (config " + config.name + ") does not take this cache: " + why};
+      *answer = {KVC_STATUS_UNSUPPORTED,
+                 b->display() + " (config " + config.name + ") does not take this cache: " + why};
       return nullptr;
     }
   }
@@ -105,8 +106,8 @@ PreparedCall prepare_kv_only_insert(const ShimConfig& config, const char* op_kin
   PreparedCall p;
   p.binding = bind_call(config, op_kind,
                         {norm ? AbiEntry::kKvOnlyInsertKvNorm : AbiEntry::kKvOnlyInsert,
-                         norm ? "the KV-only insert with kv_norm" : "the KV-only insert", a->kv_cache,
-                         a->kv_mxfp8 != 0, a->kv->dtype, a->block_size},
+                         norm ? "the KV-only insert with kv_norm" : "the KV-only insert", a->kv_cache, a->kv_mxfp8 != 0,
+                         a->kv->dtype, a->block_size},
                         checked, &p.outcome);
   if (p.binding == nullptr) return p;
   p.device = c.kv.meta.device;
@@ -124,10 +125,10 @@ PreparedCall prepare_legacy_insert(const ShimConfig& config, const char* op_kind
   if (checked.status == KVC_STATUS_BAD_ARGUMENT) return answered(checked);  // no tensor to read
 
   PreparedCall p;
-  p.binding = bind_call(config, op_kind,
-                        {AbiEntry::kLegacyInsert, "the legacy insert", a->kv_cache, a->kv_mxfp8 != 0, a->kv->dtype,
-                         a->block_size},
-                        checked, &p.outcome);
+  p.binding = bind_call(
+      config, op_kind,
+      {AbiEntry::kLegacyInsert, "the legacy insert", a->kv_cache, a->kv_mxfp8 != 0, a->kv->dtype, a->block_size},
+      checked, &p.outcome);
   if (p.binding == nullptr) return p;
   p.device = c.kv.meta.device;
   p.nothing_to_do = c.num_rows() == 0;
@@ -152,8 +153,8 @@ PreparedCall prepare_kv_norm(const ShimConfig& config, const char* op_kind, cons
   if (checked.status == KVC_STATUS_BAD_ARGUMENT) return answered(checked);  // no tensor to read
 
   PreparedCall p;
-  p.binding = bind_call(config, op_kind, {AbiEntry::kKvNorm, "kv_norm", nullptr, false, a->kv->dtype, 0}, checked,
-                        &p.outcome);
+  p.binding =
+      bind_call(config, op_kind, {AbiEntry::kKvNorm, "kv_norm", nullptr, false, a->kv->dtype, 0}, checked, &p.outcome);
   if (p.binding == nullptr) return p;
   p.device = call.kv.meta.device;
   p.nothing_to_do = call.kv.meta.size(0) == 0;

@@ -125,39 +125,38 @@ int answer_op_call(State&& state, PreparedCall (*prepare)(const ShimConfig&, con
 // `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op; it is called only
 // for a call prepared for forwarding (forward_prepared). The entry points are the same in every
 // shim; only forward_ differs.
-#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                               \
-  extern "C" {                                                                                                       \
-  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                   \
-    if (out == nullptr || out->struct_size < KVC_ABI_END_OF(kvc_library_info, name)) return KVC_STATUS_BAD_ARGUMENT; \
-    try {                                                                                                            \
-      out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                     \
-      out->name = (name_).c_str();                                                                                   \
-      return KVC_STATUS_OK;                                                                                          \
-    } catch (...) {                                                                                                  \
-      return KVC_STATUS_BAD_ARGUMENT;                                                                                \
-    }                                                                                                                \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {      \
-    try {                                                                                                            \
-      return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                          \
-    } catch (...) {                                                                                                  \
-      return KVC_STATUS_BAD_ARGUMENT;                                                                                \
-    }                                                                                                                \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,              \
-                                        size_t error_capacity) {                                                     \
-    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                               \
-                                     kvc::shim::prepare_kv_only_insert, args, stream, error, error_capacity,         \
-                                     forward_);                                                                      \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,                \
-                                       size_t error_capacity) {                                                      \
-    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                               \
-                                     kvc::shim::prepare_legacy_insert, args, stream, error, error_capacity,          \
-                                     forward_);                                                                      \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {   \
-    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; }, kvc::shim::prepare_kv_norm,   \
-                                     args, stream, error, error_capacity, forward_);                                 \
-  }                                                                                                                  \
+#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                                 \
+  extern "C" {                                                                                                         \
+  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                     \
+    if (out == nullptr || out->struct_size < KVC_ABI_END_OF(kvc_library_info, name)) return KVC_STATUS_BAD_ARGUMENT;   \
+    try {                                                                                                              \
+      out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                       \
+      out->name = (name_).c_str();                                                                                     \
+      return KVC_STATUS_OK;                                                                                            \
+    } catch (...) {                                                                                                    \
+      return KVC_STATUS_BAD_ARGUMENT;                                                                                  \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {        \
+    try {                                                                                                              \
+      return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                            \
+    } catch (...) {                                                                                                    \
+      return KVC_STATUS_BAD_ARGUMENT;                                                                                  \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,                \
+                                        size_t error_capacity) {                                                       \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                                 \
+                                     kvc::shim::prepare_kv_only_insert, args, stream, error, error_capacity,           \
+                                     forward_);                                                                        \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,                  \
+                                       size_t error_capacity) {                                                        \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                                 \
+                                     kvc::shim::prepare_legacy_insert, args, stream, error, error_capacity, forward_); \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {     \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; }, kvc::shim::prepare_kv_norm,     \
+                                     args, stream, error, error_capacity, forward_);                                   \
+  }                                                                                                                    \
   }

@@ -262,8 +262,8 @@ TEST(ShimAbiCall, OutsideTheDeclaredSupportIs402BeforeAnyValidationCode) {
   };
 
   // The fused kv_norm insert on packed528: not bound, whatever else is wrong.
-  kvc_kv_only_insert_args a = call.kv_only(misaligned(fused(testkit::small_valid_case(InsertOp::kKvOnly,
-                                                                                      RecordFormat::kPacked528))));
+  kvc_kv_only_insert_args a =
+      call.kv_only(misaligned(fused(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528))));
   PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
   EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
   EXPECT_NE(p.outcome.message.find("the KV-only insert with kv_norm for packed528"), std::string::npos)
@@ -279,7 +279,8 @@ TEST(ShimAbiCall, OutsideTheDeclaredSupportIs402BeforeAnyValidationCode) {
   EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kMisaligned)) << p.outcome.message;
 
   // The legacy op: fp8_512 unbound (402); packed584 with fp16 rows unbound (402, naming fp16).
-  kvc_legacy_insert_args l = call.legacy(misaligned(testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kFp8_512)));
+  kvc_legacy_insert_args l =
+      call.legacy(misaligned(testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kFp8_512)));
   p = prepare_legacy_insert(config, "test op", &l);
   EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
   InsertCase half = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked584);
@@ -433,7 +434,8 @@ TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
 }
 
 TEST(ShimAbiCall, TheFusedKvNormQueryAsksForItsOwnBinding) {
-  ShimState shim{"test shim", "test op",
+  ShimState shim{"test shim",
+                 "test op",
                  parse_shim_config(nlohmann::json::parse(R"({"name": "plain only", "ops": {
                      "kv_only_insert": {"op": "t::kv"},
                      "kv_only_insert_kv_norm": {"op": "t::fused", "formats": ["packed584"]}}})")),
@@ -455,7 +457,8 @@ TEST(ShimAbiCall, TheFusedKvNormQueryAsksForItsOwnBinding) {
 }
 
 TEST(ShimAbiCall, SupportDeclaresTheBindingsGeometryAndEveryValidationCode) {
-  ShimState shim{"test shim", "test op",
+  ShimState shim{"test shim",
+                 "test op",
                  parse_shim_config(nlohmann::json::parse(R"({"ops": {
                      "kv_only_insert": [{"op": "t::store", "formats": ["packed584"], "page_stride": {"aligned_up": 576},
                                          "block_sizes": [64, 256]},

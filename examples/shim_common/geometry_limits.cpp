@@ -41,9 +41,8 @@ std::string outside_limits(const GeometryLimits& limits, RecordFormat format, st
   if (const std::optional<std::int64_t> required = required_page_stride(limits, format, block_size)) {
     if (*required < 0) return "no page stride meets the limit with block size " + std::to_string(block_size);
     if (page_stride_bytes != required) {
-      const char* rule = limits.page_stride == PageStrideRule::kDense
-                             ? "dense pages"
-                             : "pages padded to a multiple of the alignment";
+      const char* rule =
+          limits.page_stride == PageStrideRule::kDense ? "dense pages" : "pages padded to a multiple of the alignment";
       return std::string("page stride ") +
              (page_stride_bytes ? std::to_string(*page_stride_bytes) + " B" : std::string("(overflows)")) +
              " is not the " + std::to_string(*required) + " B of " + rule + " (" + std::string(layout_of(format).name) +

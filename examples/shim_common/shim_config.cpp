@@ -65,8 +65,9 @@ GeometryLimits parse_limits(const json& j, const std::string& where, AbiEntry en
       l.block_size = BlockSizeRule::kAny;
     } else if (b == "power_of_two") {
       l.block_size = BlockSizeRule::kPowerOfTwo;
-    } else if (b.is_array() && !b.empty() &&
-               std::all_of(b.begin(), b.end(), [](const json& v) { return v.is_number_integer() && v.get<std::int64_t>() > 0; })) {
+    } else if (b.is_array() && !b.empty() && std::all_of(b.begin(), b.end(), [](const json& v) {
+                 return v.is_number_integer() && v.get<std::int64_t>() > 0;
+               })) {
       l.block_size = BlockSizeRule::kListed;
       for (const json& v : b) l.block_sizes.push_back(v.get<std::int64_t>());
     } else {

@@ -221,9 +221,9 @@ TEST(ShimConfig, BindingsDeclareTheirCacheGeometry) {
   EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "t::a", "page_stride": "padded"}}})")
                 .find("ops.kv_only_insert.page_stride"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "t::a", "page_stride": {"aligned_up": 0}}}})")
-                .find("page_stride"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"ops": {"kv_only_insert": {"op": "t::a", "page_stride": {"aligned_up": 0}}}})").find("page_stride"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"ops": {"kv_only_insert": {"op": "t::a", "page_stride": {"aligned_up": 4294967296}}}})")
                 .find("page_stride"),
             std::string::npos)

@@ -27,8 +27,8 @@ TEST(ShimStreamHandle, TheDefaultStreamHandlesAreNotCreatedStreams) {
 }
 
 TEST(ShimStreamHandle, AnyOtherHandleIsACreatedStream) {
-  for (std::uintptr_t v : {std::uintptr_t{0x3}, std::uintptr_t{0x10}, std::uintptr_t{0x55d0c0ffee00},
-                           ~std::uintptr_t{0}})
+  for (std::uintptr_t v :
+       {std::uintptr_t{0x3}, std::uintptr_t{0x10}, std::uintptr_t{0x55d0c0ffee00}, ~std::uintptr_t{0}})
     EXPECT_EQ(stream_handle_kind(handle(v)), StreamHandleKind::kCreated) << std::hex << v;
 }
 

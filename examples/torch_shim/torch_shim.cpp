@@ -128,8 +128,8 @@ c10::cuda::CUDAStream torch_stream(void* stream, c10::DeviceIndex device) {
   const c10::cuda::CUDAStream s = c10::cuda::getStreamFromExternal(handle, device);
   if (s.stream() != handle) {
     std::ostringstream why;
-    why << "torch " << TORCH_VERSION << " cannot name " << kvc::shim::stream_handle_kind_name(kind) << " ("
-        << stream << "): getStreamFromExternal gives a stream whose handle is " << static_cast<void*>(s.stream())
+    why << "torch " << TORCH_VERSION << " cannot name " << kvc::shim::stream_handle_kind_name(kind) << " (" << stream
+        << "): getStreamFromExternal gives a stream whose handle is " << static_cast<void*>(s.stream())
         << "; call with a created stream or the legacy default stream";
     throw std::invalid_argument(why.str());
   }
