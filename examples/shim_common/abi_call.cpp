@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kvc/abi/dl_dtype.h"
+#include "kvc/abi/dlpack_metadata.h"
 #include "kvc/abi/enum_mapping.h"
 #include "kvc/abi/insert_call.h"
 #include "kvc/abi/kv_norm_call.h"
@@ -40,25 +41,75 @@ void put_kv_side(AbiValues& v, const DLTensor& kv, const DLTensor& cache, const 
   put(v, {"kv_mxfp8"}, kv_mxfp8);
 }
 
-PreparedCall not_bound(const ShimConfig& config, const char* op_kind, const char* what, const kvc::InsertCase& c) {
-  const auto f = kvc::format_of(c);
-  return answered({KVC_STATUS_UNSUPPORTED, std::string("no ") + op_kind + " is bound to " + what + " for " +
-                                               std::string(f ? kvc::layout_of(*f).name : "this cache") + " (config " +
-                                               config.name + ")"});
+// What a call asks of the config: its entry point, and the tensors its (format, kv dtype) and
+// geometry are read from. `cache` is NULL for kv_norm.
+struct CallKey {
+  AbiEntry entry;
+  const char* what;  // "the KV-only insert", for messages
+  const DLTensor* cache;
+  bool kv_mxfp8;
+  DLDataType kv_dtype;
+  std::int64_t block_size;
+};
+
+// The binding that serves a well-formed call (`checked`: OK or a validation code), or nullptr with
+// *answer set to what stops it, in the order of kernel ABI 1.2: support first, as
+// kvc_op_support_get declares it: a (format, kv dtype) no binding serves, or a geometry outside
+// the binding's limits, 402 whatever else is wrong with the call; then the broken rule's code.
+// A call whose cache dtype selects no format, or whose rows the contract does not take for the
+// op (kKvDtype), asks no question of support: the contract's own code answers it.
+const OpBinding* bind_call(const ShimConfig& config, const char* op_kind, const CallKey& key, const Outcome& checked,
+                           Outcome* answer) {
+  *answer = checked;
+  std::optional<kvc::RecordFormat> format = kvc::RecordFormat::kPacked584;  // kv_norm: any (ShimConfig::find)
+  kvc::CacheGeometry geometry;
+  if (key.cache != nullptr) {
+    geometry = abi::cache_geometry(*key.cache);
+    format = kvc::format_of(geometry.dtype, key.kv_mxfp8);
+  }
+  const std::optional<kvc::DType> dtype = abi::dtype_of(key.kv_dtype);
+  if (!format || !dtype || checked.status == static_cast<int>(kvc::ErrorCode::kKvDtype)) {
+    if (!checked.ok()) return nullptr;
+    *answer = {KVC_STATUS_UNSUPPORTED, std::string(key.what) + ": no cache format or row dtype to look up"};
+    return nullptr;
+  }
+  const std::string where =
+      (key.cache != nullptr ? std::string(" for ") + std::string(kvc::layout_of(*format).name) : std::string()) +
+      (dtype == kvc::DType::kF16 ? " with fp16 rows" : "");
+  const OpBinding* b = config.find(key.entry, *format, *dtype);
+  if (b == nullptr) {
+    *answer = {KVC_STATUS_UNSUPPORTED,
+               std::string("no ") + op_kind + " is bound to " + key.what + where + " (config " + config.name + ")"};
+    return nullptr;
+  }
+  if (key.cache != nullptr) {
+    if (std::string why = outside_limits(b->limits, *format, key.block_size, geometry.checked_page_stride_bytes());
+        !why.empty()) {
+      *answer = {KVC_STATUS_UNSUPPORTED,
+                 b->display() + " (config " + config.name + ") does not take this cache: " + why};
+      return nullptr;
+    }
+  }
+  if (!checked.ok()) return nullptr;
+  *answer = {};
+  return b;
 }
 
 }  // namespace
 
 PreparedCall prepare_kv_only_insert(const ShimConfig& config, const char* op_kind, const kvc_kv_only_insert_args* a) {
   kvc::InsertCase c;
-  if (Outcome o = abi::check_kv_only_insert(a, &c); !o.ok()) return answered(std::move(o));
+  const Outcome checked = abi::check_kv_only_insert(a, &c);
+  if (checked.status == KVC_STATUS_BAD_ARGUMENT) return answered(checked);  // no tensor to read
 
   const bool norm = a->kv_norm_weight != nullptr;
   PreparedCall p;
-  p.binding =
-      config.find(norm ? AbiEntry::kKvOnlyInsertKvNorm : AbiEntry::kKvOnlyInsert, *kvc::format_of(c), c.kv.meta.dtype);
-  if (p.binding == nullptr)
-    return not_bound(config, op_kind, norm ? "the KV-only insert with kv_norm" : "the KV-only insert", c);
+  p.binding = bind_call(config, op_kind,
+                        {norm ? AbiEntry::kKvOnlyInsertKvNorm : AbiEntry::kKvOnlyInsert,
+                         norm ? "the KV-only insert with kv_norm" : "the KV-only insert", a->kv_cache, a->kv_mxfp8 != 0,
+                         a->kv->dtype, a->block_size},
+                        checked, &p.outcome);
+  if (p.binding == nullptr) return p;
   p.device = c.kv.meta.device;
   p.nothing_to_do = c.num_inserted() == 0;
   put_kv_side(p.values, *a->kv, *a->kv_cache, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache, a->fp8_scale,
@@ -70,11 +121,15 @@ PreparedCall prepare_kv_only_insert(const ShimConfig& config, const char* op_kin
 
 PreparedCall prepare_legacy_insert(const ShimConfig& config, const char* op_kind, const kvc_legacy_insert_args* a) {
   kvc::InsertCase c;
-  if (Outcome o = abi::check_legacy_insert(a, &c); !o.ok()) return answered(std::move(o));
+  const Outcome checked = abi::check_legacy_insert(a, &c);
+  if (checked.status == KVC_STATUS_BAD_ARGUMENT) return answered(checked);  // no tensor to read
 
   PreparedCall p;
-  p.binding = config.find(AbiEntry::kLegacyInsert, *kvc::format_of(c), c.kv.meta.dtype);
-  if (p.binding == nullptr) return not_bound(config, op_kind, "the legacy insert", c);
+  p.binding = bind_call(
+      config, op_kind,
+      {AbiEntry::kLegacyInsert, "the legacy insert", a->kv_cache, a->kv_mxfp8 != 0, a->kv->dtype, a->block_size},
+      checked, &p.outcome);
+  if (p.binding == nullptr) return p;
   p.device = c.kv.meta.device;
   p.nothing_to_do = c.num_rows() == 0;
   put_kv_side(p.values, *a->kv, *a->kv_cache, *a->slot_mapping, *a->position_ids, *a->cos_sin_cache, a->fp8_scale,
@@ -94,11 +149,13 @@ PreparedCall prepare_legacy_insert(const ShimConfig& config, const char* op_kind
 PreparedCall prepare_kv_norm(const ShimConfig& config, const char* op_kind, const kvc_kv_norm_args* a) {
   // The output's checks (kv's twin) answer the codes our own ABI wrapper answers.
   abi::KvNormCall call;
-  if (Outcome o = abi::check_kv_norm(a, &call); !o.ok()) return answered(std::move(o));
+  const Outcome checked = abi::check_kv_norm(a, &call);
+  if (checked.status == KVC_STATUS_BAD_ARGUMENT) return answered(checked);  // no tensor to read
+
   PreparedCall p;
-  p.binding = config.find(AbiEntry::kKvNorm, kvc::RecordFormat::kPacked584, call.kv.meta.dtype);
-  if (p.binding == nullptr)
-    return answered({KVC_STATUS_UNSUPPORTED, std::string("no ") + op_kind + " is bound to kv_norm"});
+  p.binding =
+      bind_call(config, op_kind, {AbiEntry::kKvNorm, "kv_norm", nullptr, false, a->kv->dtype, 0}, checked, &p.outcome);
+  if (p.binding == nullptr) return p;
   p.device = call.kv.meta.device;
   p.nothing_to_do = call.kv.meta.size(0) == 0;
   put(p.values, {"kv", "input", "x"}, a->kv);
@@ -135,6 +192,17 @@ int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDat
     out->scale_exponent = value("scale_exponent");
     out->amax_floor = value("amax_floor");
   }
+  // ABI 1.2: no limits unless the binding found below declares them; every validation code of
+  // the contract, which abi_call checks on the op's behalf before forwarding (KVC_VALIDATION_ALL).
+  const bool limits_covered = out->struct_size >= KVC_ABI_END_OF(kvc_op_support, enforced_codes);
+  if (limits_covered) {
+    declare_limits(GeometryLimits{}, out);
+    out->cache_ranks = 0;
+    out->index_dtypes = 0;
+    out->validation = KVC_VALIDATION_ALL;
+    out->enforced_code_count = 0;
+    out->enforced_codes = nullptr;
+  }
   if (!shim.error.empty()) {
     out->reason = shim.reasons.keep(std::string(shim.shim_kind) + " not configured: " + shim.error);
     return KVC_STATUS_OK;
@@ -148,6 +216,10 @@ int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDat
       what = "the KV-only insert";
       if (f && dtype) b = config.find(AbiEntry::kKvOnlyInsert, *f, *dtype);
       break;
+    case KVC_OP_KV_ONLY_INSERT_KV_NORM:
+      what = "the KV-only insert with kv_norm";
+      if (f && dtype) b = config.find(AbiEntry::kKvOnlyInsertKvNorm, *f, *dtype);
+      break;
     case KVC_OP_LEGACY_INSERT:
       what = "the legacy insert";
       if (f && dtype) b = config.find(AbiEntry::kLegacyInsert, *f, *dtype);
@@ -160,6 +232,7 @@ int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDat
   }
   if (b != nullptr) {
     out->supported = 1;
+    if (limits_covered && op != KVC_OP_KV_NORM) declare_limits(b->limits, out);
   } else {
     out->reason = shim.reasons.keep(std::string("the ") + shim.shim_kind + "'s config (" + config.name + ") binds no " +
                                     shim.op_kind + " to " + what +

@@ -2,10 +2,13 @@
 // (the libtorch shim, the tvm-ffi shim). What a shim must not get wrong, and must not get wrong
 // differently from the other shim, lives here once:
 //   - the call checked by the ABI's front-end that our own wrapper uses (kvc/abi/*_call.h): a
-//     malformed call (NULL, struct_size too small, a non-CUDA tensor) answers 403; the metadata is
-//     validated with the contract's own rules (kvc::validate_insert, metadata only) and a broken
-//     rule answers its code, with nothing forwarded;
-//   - the binding the config names for the entry point, format and kv dtype, or 404 with a reason;
+//     malformed call (NULL, struct_size too small, a non-CUDA tensor) answers 403;
+//   - then, as kernel ABI 1.2 orders it, the binding the config names for the entry point,
+//     format and kv dtype, whose cache geometry limits the call must meet, or 402 with a reason,
+//     whatever else is wrong with the call (what kvc_op_support_get declares and what a call
+//     answers cannot disagree);
+//   - then the metadata validated with the contract's own rules (kvc::validate_insert, metadata
+//     only): a broken rule answers its code, with nothing forwarded;
 //   - the call's values by name (vLLM's argument names plus aliases), for the shim to turn into
 //     its library's argument list;
 //   - kvc_op_support_get and the no-exception-across-C answer, shared by both shims.
@@ -21,6 +24,7 @@
 #include <variant>
 
 #include "kvc/abi/outcome.h"
+#include "kvc/abi/struct_size.h"
 #include "kvc/kernel_abi.h"
 #include "shim_config.h"
 
@@ -74,19 +78,21 @@ struct ShimState {
 };
 
 // kvc_op_support_get over the config: supported where a binding serves (op, format, kv dtype),
-// else the reason; the rsqrt modes and profile policies as the config declares them.
+// else the reason; the rsqrt modes and profile policies as the config declares them; for a caller
+// of ABI 1.2, the binding's geometry limits, and every validation code enforced (the shims check
+// every rule on the op's behalf). KVC_OP_KV_ONLY_INSERT_KV_NORM asks for the entry point
+// "kv_only_insert_kv_norm", KVC_OP_KV_ONLY_INSERT for "kv_only_insert" alone.
 int declare_support(ShimState& shim, std::int32_t op, std::int32_t format, DLDataType kv_dtype, kvc_op_support* out);
 
 // Runs `body` (returning an Outcome) as the ABI front-end's answer does (kvc/abi/outcome.h: every
 // exception caught, the message copied into error[capacity], the status returned), and answers
 // an unconfigured shim's every call unsupported with its error, without running body.
+inline Outcome not_configured(const ShimState& shim) {
+  return {KVC_STATUS_UNSUPPORTED, std::string(shim.shim_kind) + " not configured: " + shim.error};
+}
 template <typename Body>
 int answer(const ShimState& shim, char* error, std::size_t capacity, Body&& body) {
-  return abi::answer(error, capacity, [&]() -> Outcome {
-    if (!shim.error.empty())
-      return {KVC_STATUS_UNSUPPORTED, std::string(shim.shim_kind) + " not configured: " + shim.error};
-    return body();
-  });
+  return abi::answer(error, capacity, [&]() -> Outcome { return shim.error.empty() ? body() : not_configured(shim); });
 }
 
 // Answers a prepared call: its own outcome when it is not to be forwarded (rejected, unbound, or
@@ -98,12 +104,17 @@ Outcome forward_prepared(const PreparedCall& p, void* stream, Forward&& forward)
 }
 
 // One op entry point of a shim: the call prepared by `prepare` (prepare_kv_only_insert, ...),
-// then answered or forwarded, with no exception crossing the C boundary.
-template <typename Args, typename Forward>
-int answer_op_call(ShimState& s, PreparedCall (*prepare)(const ShimConfig&, const char*, const Args*), const Args* args,
-                   void* stream, char* error, std::size_t error_capacity, Forward&& forward) {
-  return answer(s, error, error_capacity,
-                [&] { return forward_prepared(prepare(s.config, s.op_kind, args), stream, forward); });
+// then answered or forwarded, with no exception crossing the C boundary. `state()` gives the
+// shim's ShimState; it is called inside the answer, so that whatever the shim's first use (its
+// configuration, a torch or tvm-ffi error) throws is answered as a status too.
+template <typename State, typename Args, typename Forward>
+int answer_op_call(State&& state, PreparedCall (*prepare)(const ShimConfig&, const char*, const Args*),
+                   const Args* args, void* stream, char* error, std::size_t error_capacity, Forward&& forward) {
+  return abi::answer(error, error_capacity, [&]() -> Outcome {
+    ShimState& s = state();
+    if (!s.error.empty()) return not_configured(s);
+    return forward_prepared(prepare(s.config, s.op_kind, args), stream, forward);
+  });
 }
 
 }  // namespace kvc::shim
@@ -114,29 +125,38 @@ int answer_op_call(ShimState& s, PreparedCall (*prepare)(const ShimConfig&, cons
 // `Outcome forward_(const PreparedCall&, void* stream)` that calls the bound op; it is called only
 // for a call prepared for forwarding (forward_prepared). The entry points are the same in every
 // shim; only forward_ differs.
-#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                               \
-  extern "C" {                                                                                                       \
-  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                   \
-    if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;                                                              \
-    out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                       \
-    out->name = (name_).c_str();                                                                                     \
-    return KVC_STATUS_OK;                                                                                            \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {      \
-    return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                            \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,              \
-                                        size_t error_capacity) {                                                     \
-    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_kv_only_insert, args, stream, error, error_capacity, \
-                                     forward_);                                                                      \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,                \
-                                       size_t error_capacity) {                                                      \
-    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_legacy_insert, args, stream, error, error_capacity,  \
-                                     forward_);                                                                      \
-  }                                                                                                                  \
-  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {   \
-    return kvc::shim::answer_op_call(state_, kvc::shim::prepare_kv_norm, args, stream, error, error_capacity,        \
-                                     forward_);                                                                      \
-  }                                                                                                                  \
+#define KVC_SHIM_ENTRY_POINTS(state_, name_, forward_)                                                                 \
+  extern "C" {                                                                                                         \
+  KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                     \
+    if (out == nullptr || out->struct_size < KVC_ABI_END_OF(kvc_library_info, name)) return KVC_STATUS_BAD_ARGUMENT;   \
+    try {                                                                                                              \
+      out->abi_version = KVC_KERNEL_ABI_VERSION;                                                                       \
+      out->name = (name_).c_str();                                                                                     \
+      return KVC_STATUS_OK;                                                                                            \
+    } catch (...) {                                                                                                    \
+      return KVC_STATUS_BAD_ARGUMENT;                                                                                  \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {        \
+    try {                                                                                                              \
+      return kvc::shim::declare_support(state_, op, format, kv_dtype, out);                                            \
+    } catch (...) {                                                                                                    \
+      return KVC_STATUS_BAD_ARGUMENT;                                                                                  \
+    }                                                                                                                  \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* args, void* stream, char* error,                \
+                                        size_t error_capacity) {                                                       \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                                 \
+                                     kvc::shim::prepare_kv_only_insert, args, stream, error, error_capacity,           \
+                                     forward_);                                                                        \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* args, void* stream, char* error,                  \
+                                       size_t error_capacity) {                                                        \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; },                                 \
+                                     kvc::shim::prepare_legacy_insert, args, stream, error, error_capacity, forward_); \
+  }                                                                                                                    \
+  KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char* error, size_t error_capacity) {     \
+    return kvc::shim::answer_op_call([]() -> kvc::shim::ShimState& { return state_; }, kvc::shim::prepare_kv_norm,     \
+                                     args, stream, error, error_capacity, forward_);                                   \
+  }                                                                                                                    \
   }

@@ -7,7 +7,11 @@
 // pointing at another argument's tensor (a swapped slot/position tensor would write the wrong
 // records); the Q head padding or force_grid wrong; a call with no row to write forwarded; the
 // support declaration losing the config's rsqrt modes or policies; an exception crossing the C
-// boundary or a message overrunning the caller's buffer.
+// boundary (from the op, or from the shim's first use) or a message overrunning the caller's
+// buffer. And kernel ABI 1.2: a call outside the declared support (unbound format or dtype,
+// geometry outside the binding's limits) answered with a validation code instead of 402; the
+// fused kv_norm query (op 5) answered by the plain insert's bindings; the geometry limits or the
+// validation scope declared wrong, or written past a 1.1 caller's struct.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,6 +22,7 @@
 
 #include "abi_call.h"
 #include "kvc/abi/dl_dtype.h"
+#include "kvc/abi/struct_size.h"
 #include "kvc/status.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/device/abi_args.h"
@@ -238,6 +243,113 @@ TEST(ShimAbiCall, AnUnboundFormatOrDtypeIsUnsupportedNamingTheConfig) {
   EXPECT_FALSE(p.forward());
 }
 
+// ABI 1.2: support is answered before any validation code. Each call below also breaks a
+// metadata rule; outside the declared support it must be 402, inside it the rule's code.
+TEST(ShimAbiCall, OutsideTheDeclaredSupportIs402BeforeAnyValidationCode) {
+  const ShimConfig config = parse_shim_config(nlohmann::json::parse(R"({"name": "vllm-like", "ops": {
+      "kv_only_insert": {"op": "t::kv"},
+      "kv_only_insert_kv_norm": {"op": "t::kv_norm_fused", "formats": ["packed584"]},
+      "legacy_insert": {"op": "t::legacy", "formats": ["packed584", "bf16_512"]}}})"));
+  FakeCall call;
+  const auto misaligned = [](InsertCase c) {
+    c.cache.offset_bytes += 8;
+    return c;
+  };
+  const auto fused = [](InsertCase c) {
+    c.kv_norm_weight = make_tensor(DType::kBF16, {kHeadDim});
+    c.kv_norm_eps = 1e-6f;
+    return c;
+  };
+
+  // The fused kv_norm insert on packed528: not bound, whatever else is wrong.
+  kvc_kv_only_insert_args a =
+      call.kv_only(misaligned(fused(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528))));
+  PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+  EXPECT_NE(p.outcome.message.find("the KV-only insert with kv_norm for packed528"), std::string::npos)
+      << p.outcome.message;
+  EXPECT_FALSE(p.forward());
+  // The same on packed584, which is bound: the rule's code.
+  a = call.kv_only(misaligned(fused(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584))));
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kMisaligned)) << p.outcome.message;
+  // The plain insert on packed528 is bound: the rule's code, not the fused binding's absence.
+  a = call.kv_only(misaligned(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked528)));
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kMisaligned)) << p.outcome.message;
+
+  // The legacy op: fp8_512 unbound (402); packed584 with fp16 rows unbound (402, naming fp16).
+  kvc_legacy_insert_args l =
+      call.legacy(misaligned(testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kFp8_512)));
+  p = prepare_legacy_insert(config, "test op", &l);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+  InsertCase half = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked584);
+  half.kv.meta.dtype = half.q.meta.dtype = half.q_out.dtype = DType::kF16;
+  l = call.legacy(misaligned(half));
+  p = prepare_legacy_insert(config, "test op", &l);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+  EXPECT_NE(p.outcome.message.find("for packed584 with fp16 rows"), std::string::npos) << p.outcome.message;
+
+  // Rows the contract does not take for the op ask no question of support: the contract's code
+  // (KV-only takes bf16 only; fp16 is unbound here too, and still answers kKvDtype).
+  InsertCase fp16_kv_only = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  fp16_kv_only.kv.meta.dtype = DType::kF16;
+  a = call.kv_only(fp16_kv_only);
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kKvDtype)) << p.outcome.message;
+  // And a cache whose dtype selects no format: its rule's code.
+  InsertCase f32_cache = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  f32_cache.cache.dtype = DType::kF32;
+  a = call.kv_only(f32_cache);
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kCacheDtype)) << p.outcome.message;
+
+  // kv_norm unbound: 402 before out's broken dtype.
+  TensorMeta kv;
+  kv.dtype = DType::kBF16;
+  kv.sizes = {3, kHeadDim};
+  kv.strides = {kHeadDim, 1};
+  TensorMeta w = kv;
+  w.sizes = {kHeadDim};
+  w.strides = {1};
+  TensorMeta out = kv;
+  out.sizes[0] = 2;
+  kvc_kv_norm_args n{sizeof(kvc_kv_norm_args), call.tensor(kv), call.tensor(w), call.tensor(out), 1e-6f};
+  p = prepare_kv_norm(config, "test op", &n);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+}
+
+// A binding's geometry limits: a call outside them is unsupported (402, before its validation
+// code), one inside them goes on to validation and the op.
+TEST(ShimAbiCall, ACacheOutsideTheBindingsGeometryIsUnsupported) {
+  const ShimConfig config = parse_shim_config(nlohmann::json::parse(R"({"name": "dense only", "ops": {
+      "kv_only_insert": {"op": "t::dense", "page_stride": "dense", "block_sizes": [16]}}})"));
+  FakeCall call;
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);  // pages padded by 32 B
+  kvc_kv_only_insert_args a = call.kv_only(c);
+  PreparedCall p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+  EXPECT_NE(p.outcome.message.find("t::dense (config dense only) does not take this cache: page stride 9376 B is "
+                                   "not the 9344 B of dense pages"),
+            std::string::npos)
+      << p.outcome.message;
+  c.cache.stride0 = c.block_size * 584;  // dense
+  a = call.kv_only(c);
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_OK) << p.outcome.message;
+  EXPECT_TRUE(p.forward());
+  c.cache.offset_bytes += 8;  // dense but misaligned: inside the limits, so the rule's code
+  a = call.kv_only(c);
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, static_cast<int>(ErrorCode::kMisaligned)) << p.outcome.message;
+  c.cache.offset_bytes -= 8;
+  a = call.kv_only(c);
+  a.block_size = 32;  // not listed (and not the cache's either): 402 first
+  p = prepare_kv_only_insert(config, "test op", &a);
+  EXPECT_EQ(p.outcome.status, KVC_STATUS_UNSUPPORTED) << p.outcome.message;
+  EXPECT_NE(p.outcome.message.find("block size 32 is not one of 16"), std::string::npos) << p.outcome.message;
+}
+
 TEST(ShimAbiCall, NoRowToWriteIsAnsweredWithoutForwarding) {
   const ShimConfig config = every_op_config();
   InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kBf16_512);
@@ -319,6 +431,101 @@ TEST(ShimAbiCall, SupportDeclaresTheConfigsModesPoliciesAndReasons) {
             KVC_STATUS_OK);
   EXPECT_EQ(s.supported, 0);
   EXPECT_STREQ(s.reason, "test shim not configured: no config");
+}
+
+TEST(ShimAbiCall, TheFusedKvNormQueryAsksForItsOwnBinding) {
+  ShimState shim{"test shim",
+                 "test op",
+                 parse_shim_config(nlohmann::json::parse(R"({"name": "plain only", "ops": {
+                     "kv_only_insert": {"op": "t::kv"},
+                     "kv_only_insert_kv_norm": {"op": "t::fused", "formats": ["packed584"]}}})")),
+                 {},
+                 {}};
+  const auto query = [&](std::int32_t op, std::int32_t format) {
+    kvc_op_support s{};
+    s.struct_size = sizeof(s);
+    EXPECT_EQ(declare_support(shim, op, format, abi::dl_dtype(DType::kBF16), &s), KVC_STATUS_OK);
+    return s;
+  };
+  EXPECT_EQ(query(KVC_OP_KV_ONLY_INSERT_KV_NORM, KVC_FORMAT_PACKED584).supported, 1);
+  const kvc_op_support s = query(KVC_OP_KV_ONLY_INSERT_KV_NORM, KVC_FORMAT_PACKED528);
+  EXPECT_EQ(s.supported, 0) << "the plain insert's binding must not answer for the fused one";
+  ASSERT_NE(s.reason, nullptr);
+  EXPECT_STREQ(s.reason,
+               "the test shim's config (plain only) binds no test op to the KV-only insert with kv_norm for packed528");
+  EXPECT_EQ(query(KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528).supported, 1);
+}
+
+TEST(ShimAbiCall, SupportDeclaresTheBindingsGeometryAndEveryValidationCode) {
+  ShimState shim{"test shim",
+                 "test op",
+                 parse_shim_config(nlohmann::json::parse(R"({"ops": {
+                     "kv_only_insert": [{"op": "t::store", "formats": ["packed584"], "page_stride": {"aligned_up": 576},
+                                         "block_sizes": [64, 256]},
+                                        {"op": "t::any", "formats": ["packed528"]}],
+                     "kv_norm": {"op": "t::n"}}})")),
+                 {},
+                 {}};
+  const OpBinding* store = shim.config.find(AbiEntry::kKvOnlyInsert, RecordFormat::kPacked584, DType::kBF16);
+  ASSERT_NE(store, nullptr);
+  kvc_op_support s{};
+  s.struct_size = sizeof(s);
+  s.validation = 7;  // stale values a shim must overwrite
+  s.enforced_code_count = 3;
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED584, abi::dl_dtype(DType::kBF16), &s),
+            KVC_STATUS_OK);
+  EXPECT_EQ(s.supported, 1);
+  EXPECT_EQ(s.page_stride_rule, KVC_PAGE_STRIDE_ALIGNED_UP);
+  EXPECT_EQ(s.page_stride_align, 576);
+  EXPECT_EQ(s.block_size_rule, KVC_BLOCK_SIZE_LISTED);
+  ASSERT_EQ(s.block_size_count, 2);
+  EXPECT_EQ(s.block_sizes, store->limits.block_sizes.data());
+  EXPECT_EQ(s.cache_ranks, 0u);
+  EXPECT_EQ(s.index_dtypes, 0u);
+  EXPECT_EQ(s.validation, KVC_VALIDATION_ALL) << "the shim checks every rule on the op's behalf";
+  EXPECT_EQ(s.enforced_code_count, 0);
+  EXPECT_EQ(s.enforced_codes, nullptr);
+
+  // Another format's binding has no limits: none declared (not the last answer's).
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED528, abi::dl_dtype(DType::kBF16), &s),
+            KVC_STATUS_OK);
+  EXPECT_EQ(s.supported, 1);
+  EXPECT_EQ(s.page_stride_rule, KVC_PAGE_STRIDE_ANY);
+  EXPECT_EQ(s.block_size_rule, KVC_BLOCK_SIZE_ANY);
+  EXPECT_EQ(s.block_sizes, nullptr);
+
+  // A caller of ABI 1.1 has no room for the 1.2 fields: nothing written past amax_floor.
+  kvc_op_support old{};
+  old.struct_size = static_cast<std::uint32_t>(KVC_ABI_END_OF(kvc_op_support, amax_floor));
+  old.page_stride_rule = -5;
+  old.validation = -5;
+  ASSERT_EQ(declare_support(shim, KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED584, abi::dl_dtype(DType::kBF16), &old),
+            KVC_STATUS_OK);
+  EXPECT_EQ(old.supported, 1);
+  EXPECT_EQ(old.page_stride_rule, -5);
+  EXPECT_EQ(old.validation, -5);
+}
+
+TEST(ShimAbiCall, WhatTheShimsFirstUseThrowsIsAnsweredToo) {
+  FakeCall call;
+  const kvc_kv_only_insert_args a =
+      call.kv_only(testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584));
+  char error[128] = {0};
+  const auto throwing_state = []() -> ShimState& { throw std::runtime_error("torch failed to initialise"); };
+  const auto never = [](const PreparedCall&, void*) -> Outcome {
+    ADD_FAILURE() << "forwarded";
+    return {};
+  };
+  EXPECT_EQ(answer_op_call(throwing_state, prepare_kv_only_insert, &a, nullptr, error, sizeof(error), never),
+            KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_STREQ(error, "internal error: torch failed to initialise");
+
+  ShimState shim{"test shim", "test op", every_op_config(), {}, {}};
+  const auto state = [&]() -> ShimState& { return shim; };
+  const auto throwing_forward = [](const PreparedCall&, void*) -> Outcome { throw std::logic_error("op threw"); };
+  EXPECT_EQ(answer_op_call(state, prepare_kv_only_insert, &a, nullptr, error, sizeof(error), throwing_forward),
+            KVC_STATUS_BAD_ARGUMENT);
+  EXPECT_STREQ(error, "internal error: op threw");
 }
 
 TEST(ShimAbiCall, OnlyCallsToMakeReachTheShimsForward) {

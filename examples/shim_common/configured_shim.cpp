@@ -19,6 +19,8 @@ void ConfiguredShim::configure(const ConfigSource& source, const std::function<v
     bind(state_.config);
   } catch (const std::exception& e) {
     state_.error = e.what();
+  } catch (...) {  // a library's static initialiser may throw anything: still a reason, never a crash
+    state_.error = "configuring threw an exception that is not a std::exception";
   }
   name_ = std::string("kvconform ") + state_.shim_kind + " over " +
           (state_.error.empty() ? state_.config.name : "nothing: NOT CONFIGURED: " + state_.error) + name_suffix;
@@ -28,7 +30,13 @@ std::vector<void*> open_libraries(const ShimConfig& config, int dlopen_flags) {
   std::vector<void*> handles;
   for (const std::string& lib : config.libraries) {
     void* h = dlopen(lib.c_str(), dlopen_flags);
-    if (h == nullptr) throw ConfigError("dlopen " + lib + ": " + dlerror());
+    if (h == nullptr)
+      throw ConfigError("dlopen " + lib + ": " + dlerror() +
+                        (lib.find('/') == std::string::npos
+                             ? " (a name without '/' is searched for by the dynamic loader: LD_LIBRARY_PATH, the "
+                               "runpath, ld.so.cache; write \"./" +
+                                   lib + "\" for the config's folder)"
+                             : std::string()));
     handles.push_back(h);
   }
   return handles;

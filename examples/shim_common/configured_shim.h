@@ -43,8 +43,9 @@ class ConfiguredShim {
   std::string name_;
 };
 
-// dlopen()s every library the config lists with `dlopen_flags`, in order; throws ConfigError naming
-// the one that fails to load.
+// dlopen()s every library the config lists with `dlopen_flags`, in order (paths as
+// load_shim_config resolved them against the config's folder); throws ConfigError naming the one
+// that fails to load.
 std::vector<void*> open_libraries(const ShimConfig& config, int dlopen_flags);
 
 // Calls f(binding) for every binding of every entry point. Bindings live as long as the config,

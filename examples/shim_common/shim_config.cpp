@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <limits>
 
+#include "config_paths.h"
 #include "kvc/abi/enum_mapping.h"
 
 namespace kvc::shim {
@@ -37,7 +39,63 @@ bool c_identifier(const std::string& s) {
                      [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
 }
 
-OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming) {
+// "page_stride" and "block_sizes" (geometry_limits.h); absent, the contract's.
+GeometryLimits parse_limits(const json& j, const std::string& where, AbiEntry entry) {
+  GeometryLimits l;
+  if ((j.contains("page_stride") || j.contains("block_sizes")) && entry == AbiEntry::kKvNorm)
+    throw ConfigError(where + ": kv_norm has no cache: \"page_stride\" and \"block_sizes\" belong to insert bindings");
+  if (j.contains("page_stride")) {
+    const json& p = j.at("page_stride");
+    if (p == "any") {
+      l.page_stride = PageStrideRule::kAny;
+    } else if (p == "dense") {
+      l.page_stride = PageStrideRule::kDense;
+    } else if (p.is_object() && p.size() == 1 && p.contains("aligned_up") && p.at("aligned_up").is_number_integer() &&
+               p.at("aligned_up").get<std::int64_t>() > 0 &&
+               p.at("aligned_up").get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max()) {
+      l.page_stride = PageStrideRule::kAlignedUp;
+      l.page_stride_align = p.at("aligned_up").get<std::int64_t>();
+    } else {
+      throw ConfigError(where + ".page_stride: \"any\", \"dense\" or {\"aligned_up\": <bytes, > 0>}, not " + p.dump());
+    }
+  }
+  if (j.contains("block_sizes")) {
+    const json& b = j.at("block_sizes");
+    if (b == "any") {
+      l.block_size = BlockSizeRule::kAny;
+    } else if (b == "power_of_two") {
+      l.block_size = BlockSizeRule::kPowerOfTwo;
+    } else if (b.is_array() && !b.empty() && std::all_of(b.begin(), b.end(), [](const json& v) {
+                 return v.is_number_integer() && v.get<std::int64_t>() > 0;
+               })) {
+      l.block_size = BlockSizeRule::kListed;
+      for (const json& v : b) l.block_sizes.push_back(v.get<std::int64_t>());
+    } else {
+      throw ConfigError(where + ".block_sizes: \"any\", \"power_of_two\" or a non-empty list of block sizes > 0, not " +
+                        b.dump());
+    }
+  }
+  return l;
+}
+
+// Refuses two bindings of one entry point that serve the same (format, kv dtype).
+void check_no_overlap(const std::vector<OpBinding>& bindings, AbiEntry entry, const std::string& where) {
+  for (std::size_t i = 0; i < bindings.size(); ++i)
+    for (std::size_t k = 0; k < i; ++k)
+      for (RecordFormat f : bindings[i].formats)
+        for (DType d : bindings[i].kv_dtypes) {
+          const std::vector<RecordFormat>& fk = bindings[k].formats;
+          const std::vector<DType>& dk = bindings[k].kv_dtypes;
+          const bool format_shared = entry == AbiEntry::kKvNorm || std::count(fk.begin(), fk.end(), f) > 0;
+          if (format_shared && std::count(dk.begin(), dk.end(), d) > 0)
+            throw ConfigError(where + "[" + std::to_string(i) + "] and [" + std::to_string(k) + "] both serve " +
+                              (entry == AbiEntry::kKvNorm ? std::string() : std::string(layout_of(f).name) + " with ") +
+                              (d == DType::kF16 ? "fp16" : "bf16") +
+                              " rows: one binding per format and kv dtype (list each in one binding only)");
+        }
+}
+
+OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming, AbiEntry entry) {
   if (!j.is_object() || !j.contains("op")) throw ConfigError(where + ": a binding needs \"op\"");
   OpBinding b;
   const std::string name = j.at("op").get<std::string>();
@@ -89,6 +147,7 @@ OpBinding parse_binding(const json& j, const std::string& where, OpNaming naming
                         "names in order ([\"kv\", \"k_cache\", ...])");
     for (const json& v : j.at("arguments")) b.positional.push_back(v.get<std::string>());
   }
+  b.limits = parse_limits(j, where, entry);
   return b;
 }
 
@@ -135,10 +194,11 @@ ShimConfig parse_shim_config(const json& j, OpNaming naming) {
       std::vector<OpBinding>& list = c.ops[e->second];
       if (v.is_null()) continue;
       if (v.is_object()) {
-        list.push_back(parse_binding(v, "ops." + k, naming));
+        list.push_back(parse_binding(v, "ops." + k, naming, e->second));
       } else {
         for (std::size_t i = 0; i < v.size(); ++i)
-          list.push_back(parse_binding(v.at(i), "ops." + k + "[" + std::to_string(i) + "]", naming));
+          list.push_back(parse_binding(v.at(i), "ops." + k + "[" + std::to_string(i) + "]", naming, e->second));
+        check_no_overlap(list, e->second, "ops." + k);
       }
     }
     return c;
@@ -148,15 +208,21 @@ ShimConfig parse_shim_config(const json& j, OpNaming naming) {
 }
 
 ShimConfig load_shim_config(const std::string& path, OpNaming naming) {
-  std::ifstream f(path);
-  if (!f) throw ConfigError("cannot read " + path);
+  const std::string absolute = absolute_config_path(path);
+  const std::string shown = absolute == path ? path : path + " (" + absolute + ")";
+  std::ifstream f(absolute);
+  if (!f) throw ConfigError("cannot read " + shown);
+  ShimConfig c;
   try {
-    return parse_shim_config(json::parse(f), naming);
+    c = parse_shim_config(json::parse(f), naming);
   } catch (const json::exception& e) {
-    throw ConfigError(path + ": not JSON: " + e.what());
+    throw ConfigError(shown + ": not JSON: " + e.what());
   } catch (const ConfigError& e) {
-    throw ConfigError(path + ": " + e.what());
+    throw ConfigError(shown + ": " + e.what());
   }
+  c.source = absolute;
+  for (std::string& lib : c.libraries) lib = resolve_library_path(lib, config_folder(absolute));
+  return c;
 }
 
 }  // namespace kvc::shim

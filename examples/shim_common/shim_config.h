@@ -5,7 +5,8 @@
 //
 //   {
 //     "name": "vLLM _C",                                   // shown in the suite's reports
-//     "libraries": ["/path/to/vllm/_C.abi3.so"],           // dlopen'ed (lazy binding)
+//     "libraries": ["/path/to/vllm/_C.abi3.so"],           // dlopen'ed (lazy binding); relative
+//                                                          // paths: against the config's folder
 //     "rsqrt": {"q_norm": "approximate", "kv_norm": "correctly_rounded"},
 //     "policies": {"clamp_order": 0},                      // kvc_op_support fields (kvc/kernel_abi.h)
 //     "ops": {
@@ -26,6 +27,12 @@
 // torch op, whose arguments have names, an object mapping a schema argument name to a value name
 // ({"cache": "k_cache"}; vLLM's names need none); for a tvm-ffi function, whose arguments are
 // positional, the list of value names in order (["kv", "k_cache", ...], required).
+//
+// At most one binding of an entry point serves a (format, kv dtype): kvc_op_support_get declares
+// one answer per combination, so overlapping bindings are refused rather than resolved by order.
+// A binding of an insert entry point may declare the cache geometry its op takes ("page_stride",
+// "block_sizes": geometry_limits.h); a call outside it is unsupported (402), like an unbound
+// format. "libraries" entries are resolved by config_paths.h when the config is loaded from a file.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "geometry_limits.h"
 #include "kvc/contract.h"
 
 namespace kvc::shim {
@@ -56,13 +64,15 @@ struct OpBinding {
   std::vector<DType> kv_dtypes;                  // kBF16, kF16
   std::map<std::string, std::string> arguments;  // torch: schema argument name -> value name
   std::vector<std::string> positional;           // tvm-ffi: value name of each argument, in order
+  GeometryLimits limits;                         // the cache geometry the op takes (inserts only)
   // "_C::fused_deepseek_v4_kv_rope_insert" or "...insert.out"
   std::string display() const { return overload.empty() ? op : op + "." + overload; }
 };
 
 struct ShimConfig {
   std::string name;
-  std::vector<std::string> libraries;
+  std::string source;                  // the absolute path of the file it was loaded from, or ""
+  std::vector<std::string> libraries;  // as dlopen gets them (resolved against the config's folder)
   std::map<AbiEntry, std::vector<OpBinding>> ops;
   int q_norm_rsqrt = 0;  // kvc_rsqrt_mode
   int kv_norm_rsqrt = 0;
@@ -77,7 +87,9 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws ConfigError naming the member that is wrong.
+// Throws ConfigError naming the member that is wrong. parse_shim_config keeps "libraries" as
+// written; load_shim_config reads `path` (relative to the working directory) and resolves them
+// against the file's folder (config_paths.h).
 ShimConfig parse_shim_config(const nlohmann::json& j, OpNaming naming = OpNaming::kTorchSchema);
 ShimConfig load_shim_config(const std::string& path, OpNaming naming = OpNaming::kTorchSchema);
 

@@ -8,14 +8,20 @@
 // Catches: an op not found by its name, arguments matched to the wrong names or positions (a
 // swapped position/slot tensor, a dropped kv_mxfp8), a copy instead of a view (the cache bytes
 // would not come back), a strided view of a padded cache made contiguous, byte_offset lost, and a
-// shim that forwards a call its validation must reject. The matrix bytes must equal both the
-// oracle's and the direct path's (our kernels through their own ABI); kv_norm is compared with the
-// oracle. Not caught here: work on another stream than the caller's (reads back synchronise the
-// device); run the stream tests through the shim for that (KVC_KERNELS=<shim> ctest -R Stream).
+// shim that forwards a call its validation must reject, and a shim that cannot take the default
+// stream handles (the torch shim once gave cudaStreamLegacy to torch's getStreamFromExternal:
+// "invalid StreamId", then a crash). The matrix bytes must equal both the oracle's and the direct
+// path's (our kernels through their own ABI); kv_norm is compared with the oracle. Not caught
+// here: work on another stream than the caller's (reads back synchronise the device); run the
+// stream tests through the shim for that (KVC_KERNELS=<shim> ctest -R Stream).
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
+#include "testkit/device/device_buffers.h"
+#include "testkit/device/device_case_buffers.h"
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
 #include "testkit/backends/backing.h"
@@ -125,6 +131,33 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
     EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), out, RsqrtMode::kCorrectlyRounded,
                                     std::string(layout_of(f).name) + " with kv_norm through the " + KVC_SHIM_NAME));
   }
+}
+
+// The shim called on the stream handles that are not created streams (stream_handle.h): NULL and
+// cudaStreamLegacy (the legacy default stream) and cudaStreamPerThread. Each call must be answered
+// 0 and write the oracle's bytes, nothing else. The device is synchronised before the read back
+// (DeviceCaseBuffers' transfers do not wait for the caller's streams).
+KVC_SHIM_TEST(TheDefaultStreamHandlesAreTakenAndWriteTheOraclesBytes) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const struct {
+    void* stream;
+    const char* name;
+  } handles[] = {
+      {nullptr, "NULL"}, {cudaStreamLegacy, "cudaStreamLegacy"}, {cudaStreamPerThread, "cudaStreamPerThread"}};
+  for (const auto& h : handles)
+    for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy}) {
+      const std::string what = std::string(op == InsertOp::kLegacy ? "legacy" : "kv_only") + " through the " +
+                               KVC_SHIM_NAME + " on " + h.name;
+      const InsertCase c = testkit::small_valid_case(op, RecordFormat::kPacked584);
+      testkit::DeviceCaseBuffers resident(c, testkit::make_outputs(c));
+      std::string message;
+      const int rc = resident.enqueue(shim_library().abi(), h.stream, &message);
+      testkit::check_cuda(cudaDeviceSynchronize(), "waiting for " + what);
+      ASSERT_EQ(rc, KVC_STATUS_OK) << what << ": " << message;
+      EXPECT_TRUE(resident.damage().empty()) << what << " damaged a guard zone or an input";
+      EXPECT_TRUE(
+          gpu::matches_oracle(c, gpu::oracle_outputs(c), resident.read_outputs(), RsqrtMode::kCorrectlyRounded, what));
+    }
 }
 
 KVC_SHIM_TEST(RejectsAMetadataRuleWithItsCodeAndCallsNoOp) {

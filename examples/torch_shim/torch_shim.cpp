@@ -11,11 +11,12 @@
 //      byte_offset with the DLPack sizes and strides, so a padded cache stays a strided view);
 //   3. builds the op's boxed argument stack by the schema's argument names from the call's values
 //      (vLLM's names, plus aliases and the config's "arguments" map; defaults and None for the
-//      rest) and calls it with the caller's stream made current (CUDAStreamGuard over the
-//      external stream), without synchronising.
-// An op that throws after validation passed answers 401 when CUDA reports an error, else 403, with
-// the op's message. A missing or broken config makes every op unsupported with that error, so the
-// suite reports every case skipped and says why.
+//      rest) and calls it with the caller's stream made current (CUDAStreamGuard; which torch
+//      stream that is: torch_stream() below), without synchronising.
+// Whatever throws inside a call (the op, torch itself: a c10::Error, any exception) answers 401
+// when CUDA reports an error, else 403, with the message; nothing crosses the C boundary. A
+// missing or broken config makes every op unsupported with that error, so the suite reports every
+// case skipped and says why.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -25,11 +26,14 @@
 #include <torch/version.h>
 
 #include <map>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "abi_call.h"
 #include "configured_shim.h"
+#include "stream_handle.h"
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
@@ -107,33 +111,67 @@ c10::IValue ivalue(const AbiValue& v) {
   return c10::IValue();
 }
 
-// The op, called with the caller's stream current on the tensors' device.
+// The caller's stream as a torch stream of `device`, by its kind (stream_handle.h):
+//  - NULL and cudaStreamLegacy: torch's default stream of the device. Its handle is NULL, which
+//    torch and extensions built with nvcc's default (--default-stream legacy) launch on as the
+//    legacy default stream. (cudaStreamLegacy must never reach getStreamFromExternal: torch takes
+//    the odd id 0x1 for a malformed internal stream id, "invalid StreamId".)
+//  - cudaStreamPerThread and a created stream: getStreamFromExternal, whose stream id is the handle
+//    itself (torch 2.x: an even, nonzero id is an external stream), so ops launch on the handle
+//    given: for 0x2, the calling thread's default stream, the thread the op runs on.
+// Then checked: the handle torch will hand to the op must be the one given, so that a torch that
+// encodes stream ids otherwise answers an error instead of launching on another stream.
+c10::cuda::CUDAStream torch_stream(void* stream, c10::DeviceIndex device) {
+  const kvc::shim::StreamHandleKind kind = kvc::shim::stream_handle_kind(stream);
+  if (kind == kvc::shim::StreamHandleKind::kLegacyDefault) return c10::cuda::getDefaultCUDAStream(device);
+  const auto handle = static_cast<cudaStream_t>(stream);
+  const c10::cuda::CUDAStream s = c10::cuda::getStreamFromExternal(handle, device);
+  if (s.stream() != handle) {
+    std::ostringstream why;
+    why << "torch " << TORCH_VERSION << " cannot name " << kvc::shim::stream_handle_kind_name(kind) << " (" << stream
+        << "): getStreamFromExternal gives a stream whose handle is " << static_cast<void*>(s.stream())
+        << "; call with a created stream or the legacy default stream";
+    throw std::invalid_argument(why.str());
+  }
+  return s;
+}
+
+Outcome failed(const OpBinding& b, const std::string& what) {
+  const cudaError_t cuda = cudaPeekAtLastError();
+  return {cuda != cudaSuccess ? KVC_STATUS_CUDA_ERROR : KVC_STATUS_BAD_ARGUMENT, b.display() + " threw: " + what};
+}
+
+// The op, called with the caller's stream current on the tensors' device. Everything that touches
+// torch is inside the try: building tensors and the stack can throw c10::Error as well as the op.
 Outcome call(const PreparedCall& p, void* stream) {
   const OpBinding& b = *p.binding;
-  const c10::OperatorHandle& op = Shim::get().handle(&b);
-  std::vector<c10::IValue> stack;
-  for (const c10::Argument& a : op.schema().arguments()) {
-    const auto rename = b.arguments.find(a.name());
-    const std::string key = rename != b.arguments.end() ? rename->second : a.name();
-    const auto it = p.values.find(key);
-    if (it != p.values.end())
-      stack.push_back(ivalue(it->second));
-    else if (a.default_value())
-      stack.push_back(*a.default_value());
-    else if (a.type()->kind() == c10::TypeKind::OptionalType)
-      stack.push_back(c10::IValue());
-    else
-      return {KVC_STATUS_BAD_ARGUMENT, "argument \"" + a.name() + "\" of " + b.display() +
-                                           " has no value in this ABI call (map it in the config's \"arguments\")"};
-  }
   try {
-    const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(p.device));
-    const c10::cuda::CUDAStreamGuard stream_guard(
-        c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(stream), static_cast<c10::DeviceIndex>(p.device)));
+    const c10::OperatorHandle& op = Shim::get().handle(&b);
+    std::vector<c10::IValue> stack;
+    for (const c10::Argument& a : op.schema().arguments()) {
+      const auto rename = b.arguments.find(a.name());
+      const std::string key = rename != b.arguments.end() ? rename->second : a.name();
+      const auto it = p.values.find(key);
+      if (it != p.values.end())
+        stack.push_back(ivalue(it->second));
+      else if (a.default_value())
+        stack.push_back(*a.default_value());
+      else if (a.type()->kind() == c10::TypeKind::OptionalType)
+        stack.push_back(c10::IValue());
+      else
+        return {KVC_STATUS_BAD_ARGUMENT, "argument \"" + a.name() + "\" of " + b.display() +
+                                             " has no value in this ABI call (map it in the config's \"arguments\")"};
+    }
+    const auto device = static_cast<c10::DeviceIndex>(p.device);
+    const c10::cuda::CUDAGuard device_guard(device);
+    const c10::cuda::CUDAStreamGuard stream_guard(torch_stream(stream, device));
     op.callBoxed(&stack);
+  } catch (const c10::Error& e) {
+    return failed(b, e.what_without_backtrace());
   } catch (const std::exception& e) {
-    const cudaError_t cuda = cudaPeekAtLastError();
-    return {cuda != cudaSuccess ? KVC_STATUS_CUDA_ERROR : KVC_STATUS_BAD_ARGUMENT, b.display() + " threw: " + e.what()};
+    return failed(b, e.what());
+  } catch (...) {
+    return failed(b, "an exception that is not a std::exception");
   }
   return {};
 }

@@ -19,6 +19,10 @@
 //      cache stays a strided view), integers, floats, flags, and None for an absent optional;
 //   3. makes the tensors' device current and the caller's stream the one tvm-ffi hands out for it
 //      (TVMFFIEnvSetStream), calls the function, and restores both; nothing is synchronised.
+//      tvm-ffi stores the handle and gives it back untouched (TVMFFIEnvGetStream), so every kind
+//      of handle (stream_handle.h) reaches the kernel as a handle the CUDA runtime resolves at
+//      launch; the legacy default stream is handed on as cudaStreamLegacy, never as NULL, which a
+//      module built with --default-stream per-thread would launch on as its per-thread stream.
 // A function that raises answers 401 when the CUDA runtime reports an error, else 403, with the
 // error's kind and message (the shim links the shared CUDA runtime, the one a module built with
 // the toolkit's defaults or with torch uses; a module with a static runtime of its own keeps its
@@ -36,6 +40,7 @@
 
 #include "abi_call.h"
 #include "configured_shim.h"
+#include "stream_handle.h"
 #include "kvc/abi/dlpack_metadata.h"
 #include "kvc/kernel_abi.h"
 
@@ -160,6 +165,14 @@ class CallContext {
   Outcome error_;
 };
 
+// The handle a module gets from TVMFFIEnvGetStream for the caller's stream: the caller's own,
+// except that NULL, the ABI's name for the legacy default stream, becomes cudaStreamLegacy, which
+// means that stream whatever --default-stream the module was built with.
+TVMFFIStreamHandle module_stream(void* stream) {
+  return kvc::shim::stream_handle_kind(stream) == kvc::shim::StreamHandleKind::kLegacyDefault ? cudaStreamLegacy
+                                                                                              : stream;
+}
+
 Outcome call(const PreparedCall& p, void* stream) {
   const OpBinding& b = *p.binding;
   const TVMFFISafeCallType function = Shim::get().function(&b);
@@ -183,7 +196,7 @@ Outcome call(const PreparedCall& p, void* stream) {
   result.type_index = kTVMFFINone;
   int rc = 0;
   {
-    const CallContext context(device_type, p.device, stream);
+    const CallContext context(device_type, p.device, module_stream(stream));
     if (context.error().status != KVC_STATUS_OK) return context.error();
     rc = function(nullptr, args.data(), args.size(), &result);
   }
