@@ -30,9 +30,9 @@ namespace kvc::runner {
 inline constexpr const char* kProcessCheckName = "process";
 
 struct ChildOutcome {
-  std::vector<CheckResult> checks;  // the journal's results, in order, then a check failed here (if any)
-  bool last_made_here = false;      // the last of `checks` was failed here: the process could not print it
-  std::string incident;             // "" when the process ran the suite to its end cleanly
+  std::vector<CheckResult> checks;       // the journal's results, in order, then a check failed here (if any)
+  bool last_made_here = false;           // the last of `checks` was failed here: the process could not print it
+  std::string incident;                  // "" when the process ran the suite to its end cleanly
   std::optional<std::size_t> resume_at;  // the check the next process starts at
   std::size_t total = 0;                 // the suite's checks as announced (0: never announced)
 };

@@ -54,7 +54,8 @@ void SuiteChildren::run(const SuiteRef& suite, RunReport& report) {
     }
     const ChildOutcome o = child_outcome(suite, first, read_suite_journal(journal), end);
     if (o.last_made_here)
-      print_check_line(o.checks.back(), first + o.checks.size(), o.checks.back().name == kProcessCheckName ? 0 : o.total);
+      print_check_line(o.checks.back(), first + o.checks.size(),
+                       o.checks.back().name == kProcessCheckName ? 0 : o.total);
     if (!o.incident.empty()) {
       std::printf("  -- %s\n", o.incident.c_str());
       report.incidents.push_back(o.incident);

@@ -44,8 +44,8 @@ struct SuiteJournal {
   std::vector<std::pair<std::size_t, CheckResult>> started;
   std::vector<std::pair<std::size_t, CheckResult>> results;
   std::optional<JournalStop> stopped;
-  bool complete = false;               // "end": the suite ran to its end
-  std::size_t unreadable_lines = 0;    // a last line cut short by the end of the process
+  bool complete = false;             // "end": the suite ran to its end
+  std::size_t unreadable_lines = 0;  // a last line cut short by the end of the process
 
   // The check that was running when the process ended: the last started without a result.
   std::optional<std::pair<std::size_t, CheckResult>> unfinished() const;

@@ -20,15 +20,15 @@ namespace kvc::runner {
 // The suites of each side, in the order a run makes them.
 inline constexpr std::array<const char*, 4> kOracleSuites = {kSuiteGolden, kSuiteInvalid, kSuiteRegistry,
                                                              kSuiteChecker};
-inline constexpr std::array<const char*, 8> kKernelSuites = {kSuiteMatrix,  kSuiteDspark,      kSuiteGolden,
-                                                             kSuiteInvalid, kSuiteKvNorm,      kSuiteFusedKvNorm,
+inline constexpr std::array<const char*, 8> kKernelSuites = {kSuiteMatrix,  kSuiteDspark, kSuiteGolden,
+                                                             kSuiteInvalid, kSuiteKvNorm, kSuiteFusedKvNorm,
                                                              kSuiteStore,   kSuiteStacked};
 
 struct SuiteRef {
   std::string side;  // kOracleSide or kKernelSide
   std::string name;  // kSuiteGolden, ...
 
-  std::string key() const { return side + ":" + name; }  // "kernel:matrix"
+  std::string key() const { return side + ":" + name; }    // "kernel:matrix"
   std::string title() const { return side + " " + name; }  // "kernel matrix", for incidents
   bool operator==(const SuiteRef& other) const { return side == other.side && name == other.name; }
 };

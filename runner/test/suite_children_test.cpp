@@ -42,8 +42,9 @@ CheckResult kernel_check(const std::string& name) {
 
 // A journal of `total` checks in which checks [first, first + done) finished and passed.
 std::string journal_text(std::size_t total, std::size_t first, std::size_t done) {
-  std::string s = "begin {\"suite\": \"kernel:matrix\", \"title\": \"kernel matrix: t\", \"checks\": " +
-                  std::to_string(total) + "}\n";
+  std::string s =
+      "begin {\"suite\": \"kernel:matrix\", \"title\": \"kernel matrix: t\", \"checks\": " + std::to_string(total) +
+      "}\n";
   for (std::size_t i = first; i < first + done; ++i) {
     const CheckResult c = kernel_check("C" + std::to_string(i));
     s += "started {\"index\": " + std::to_string(i) +
@@ -57,7 +58,8 @@ std::string journal_text(std::size_t total, std::size_t first, std::size_t done)
 
 std::string started_line(std::size_t i) {
   return "started {\"index\": " + std::to_string(i) +
-         ", \"where\": \"kernel\", \"suite\": \"matrix\", \"op\": \"kv_only\", \"format\": \"packed584\", \"name\": \"C" +
+         ", \"where\": \"kernel\", \"suite\": \"matrix\", \"op\": \"kv_only\", \"format\": \"packed584\", \"name\": "
+         "\"C" +
          std::to_string(i) + "\"}\n";
 }
 
@@ -199,8 +201,8 @@ TEST(ChildOutcome, ACrashInACheckFailsItAndTheSuiteGoesOnAfterIt) {
             "kernel matrix: check [7/10] C6 ended its process (killed by signal 11: Segmentation fault); the suite "
             "went on in a new process from check [8/10]");
   // The same crash in the suite's last check: nothing to resume.
-  const ChildOutcome last = child_outcome(kMatrix, 9, parse_suite_journal(journal_text(10, 9, 0) + started_line(9)),
-                                          exited(3));
+  const ChildOutcome last =
+      child_outcome(kMatrix, 9, parse_suite_journal(journal_text(10, 9, 0) + started_line(9)), exited(3));
   EXPECT_FALSE(last.resume_at);
   EXPECT_EQ(last.checks.back().message, "the process running this check ended: exit status 3");
   EXPECT_NE(last.incident.find("check [10/10] C9, its last, ended its process (exit status 3)"), std::string::npos)
@@ -211,8 +213,8 @@ TEST(ChildOutcome, ACrashInACheckFailsItAndTheSuiteGoesOnAfterIt) {
 TEST(ChildOutcome, ACudaFaultTheProcessReportedResumesAfterIt) {
   CheckResult faulted = kernel_check("C2");
   fail(faulted, "CUDA fault: cudaErrorIllegalAddress: an illegal memory access was encountered");
-  const std::string text = journal_text(5, 0, 2) + started_line(2) + "result {\"index\": 2, \"check\": " +
-                           check_result_to_json(faulted).dump() +
+  const std::string text = journal_text(5, 0, 2) + started_line(2) +
+                           "result {\"index\": 2, \"check\": " + check_result_to_json(faulted).dump() +
                            "}\nstopped {\"why\": \"CUDA fault: cudaErrorIllegalAddress: an illegal memory access was "
                            "encountered\", \"check\": 2}\n";
   const ChildOutcome o = child_outcome(kMatrix, 0, parse_suite_journal(text), exited(1));
@@ -228,7 +230,8 @@ TEST(ChildOutcome, ACudaFaultTheProcessReportedResumesAfterIt) {
 // Defect: a process that died outside any check passing silently, or resumed (it would die
 // there again), or a wrong count of checks not run.
 TEST(ChildOutcome, ACrashOutsideAnyCheckEndsTheSuiteEarly) {
-  const ChildOutcome between = child_outcome(kMatrix, 3, parse_suite_journal(journal_text(10, 3, 2)), signalled(SIGABRT));
+  const ChildOutcome between =
+      child_outcome(kMatrix, 3, parse_suite_journal(journal_text(10, 3, 2)), signalled(SIGABRT));
   EXPECT_FALSE(between.resume_at);
   ASSERT_EQ(between.checks.size(), 3u);
   EXPECT_EQ(between.checks.back().name, kProcessCheckName);
@@ -239,7 +242,8 @@ TEST(ChildOutcome, ACrashOutsideAnyCheckEndsTheSuiteEarly) {
   const ChildOutcome before = child_outcome(kMatrix, 0, parse_suite_journal(""), exited(2));
   ASSERT_EQ(before.checks.size(), 1u);
   EXPECT_EQ(before.checks[0].verdict, Verdict::kFailed);
-  EXPECT_EQ(before.incident, "suite kernel matrix ended early: it ended before it announced its checks (exit status 2)");
+  EXPECT_EQ(before.incident,
+            "suite kernel matrix ended early: it ended before it announced its checks (exit status 2)");
 
   // An exception in the suite's setup, which the process reported itself.
   const ChildOutcome stopped = child_outcome(
@@ -253,8 +257,8 @@ TEST(ChildOutcome, ACrashOutsideAnyCheckEndsTheSuiteEarly) {
 TEST(ChildOutcome, IncidentsReachEveryReport) {
   RunReport report;
   report.cpu_only = true;
-  const ChildOutcome o = child_outcome(kMatrix, 0, parse_suite_journal(journal_text(3, 0, 1) + started_line(1)),
-                                       signalled(SIGSEGV));
+  const ChildOutcome o =
+      child_outcome(kMatrix, 0, parse_suite_journal(journal_text(3, 0, 1) + started_line(1)), signalled(SIGSEGV));
   report.checks = o.checks;
   report.incidents.push_back(o.incident);
   EXPECT_EQ(report.exit_code(), kRunFailed) << "a crash is a failure";
@@ -282,7 +286,8 @@ TEST(ChildProcess, AForkedBodyEndsWithItsStatusOrItsSignal) {
   EXPECT_EQ(aborted.code, SIGABRT);
   EXPECT_EQ(aborted.describe(), "killed by signal 6: Aborted");
   const ProcessEnd missing = run_child_process("/nonexistent/program", {});
-  EXPECT_TRUE(missing.kind == ProcessEndKind::kNotStarted || (missing.kind == ProcessEndKind::kExited && missing.code == 127))
+  EXPECT_TRUE(missing.kind == ProcessEndKind::kNotStarted ||
+              (missing.kind == ProcessEndKind::kExited && missing.code == 127))
       << missing.describe();
 }
 
