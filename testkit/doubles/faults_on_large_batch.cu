@@ -60,7 +60,8 @@ extern "C" {
 
 KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
   const int rc = ours().kvc_library_info_get(out);
-  if (rc == KVC_STATUS_OK) out->name = "kvc-double faults_on_large_batch (our kernels; an illegal address above 4096 rows)";
+  if (rc == KVC_STATUS_OK)
+    out->name = "kvc-double faults_on_large_batch (our kernels; an illegal address above 4096 rows)";
   return rc;
 }
 
@@ -90,7 +91,8 @@ KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* args, void* stream, char*
 
 KVC_ABI_EXPORT int kvc_store_rotated(const kvc_store_rotated_args* args, void* stream, char* error,
                                      size_t error_capacity) {
-  if (reaches(args, offsetof(kvc_store_rotated_args, rows) + sizeof(args->rows)) && leading_dim(args->rows) > kFaultRows)
+  if (reaches(args, offsetof(kvc_store_rotated_args, rows) + sizeof(args->rows)) &&
+      leading_dim(args->rows) > kFaultRows)
     return launch_fault(stream, error, error_capacity);
   if (ours().kvc_store_rotated == nullptr) return KVC_STATUS_UNSUPPORTED;
   return ours().kvc_store_rotated(args, stream, error, error_capacity);
