@@ -131,9 +131,11 @@ TEST(RunnerDevice, ALibraryThatFaultsOnLargeBatchesFailsThoseChecksAndTheRunGoes
   for (const auto& c : j.at("checks")) {
     const std::string name = c.at("name").get<std::string>(), verdict = c.at("verdict").get<std::string>();
     if (c.at("where") == "kernel" && rows_named(name) > 4096) {
+      // Failed with its fault; or skipped as with our kernels (the library was not called).
+      EXPECT_NE(verdict, "passed") << name;
+      if (verdict != "failed") continue;
       ++faulted;
       faulted_suites.insert(c.at("suite").get<std::string>());
-      EXPECT_EQ(verdict, "failed") << name;
       EXPECT_EQ(c.at("message").get<std::string>().rfind("CUDA fault: cudaErrorIllegalAddress: ", 0), 0u)
           << name << ": " << c.at("message");
     } else {
