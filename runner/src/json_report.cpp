@@ -1,6 +1,7 @@
 // json_report.cpp: a run as JSON (see json_report.h).
 #include "json_report.h"
 
+#include "check_result_json.h"
 #include "kvc/contract.h"
 
 namespace kvc::runner {
@@ -54,20 +55,9 @@ nlohmann::json run_to_json(const RunReport& report) {
     j["summary"].push_back(row);
   }
   j["mismatch_classes"] = report.classes().to_json();
+  j["incidents"] = report.incidents;
   j["checks"] = nlohmann::json::array();
-  for (const CheckResult& c : report.checks) {
-    nlohmann::json row = {{"where", c.side},      {"suite", c.suite},
-                          {"op", c.op},           {"format", c.format},
-                          {"name", c.name},       {"verdict", std::string(verdict_name(c.verdict))},
-                          {"seconds", c.seconds}, {"message", c.message}};
-    if (c.side == kKernelSide) {
-      row["bytes_compared"] = c.bytes_compared();
-      row["bytes_by_op"] = nlohmann::json::object();
-      for (const auto& [op, bytes] : c.bytes_by_op) row["bytes_by_op"][std::string(abi_op_name(op))] = bytes;
-    }
-    if (!c.classes.empty()) row["mismatch_classes"] = c.classes.to_json();
-    j["checks"].push_back(row);
-  }
+  for (const CheckResult& c : report.checks) j["checks"].push_back(check_result_to_json(c));
   return j;
 }
 

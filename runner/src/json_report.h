@@ -12,13 +12,17 @@
 //    "summary": [{"where", "suite", "op", "format", "passed", "failed", "skipped", "seconds",
 //                 "skip_reasons": {reason: n}}],
 //    "mismatch_classes": {...over every failed check (mismatch_classes.h)...},
+//    "incidents": ["kernel matrix: check [301/368] ... ended its process (CUDA fault: ...); ...",
+//                  "suite kernel store ended early: 12 checks not run (...)"] (suite_children.h),
 //    "checks": [{"where", "suite", "op", "format", "name", "verdict", "seconds", "message",
 //                "bytes_compared" and "bytes_by_op" (kernel checks),
-//                "mismatch_classes" (failures with classified cache differences)}]}
+//                "mismatch_classes" (failures with classified cache differences),
+//                "approx_rsqrt" (norm rows judged under it)} (check_result_json.h)]}
 //
 // The library is named once, at the top; check messages call it "the library".
 // Version 2: kernel_conformance.ran means "kernel bytes were compared" (version 1: "the kernel
-// suites ran"), and verdict, coverage, approx_rsqrt and the bytes were added.
+// suites ran"), and verdict, coverage, approx_rsqrt and the bytes were added; incidents came
+// later, as a field a version 2 reader may ignore.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -83,6 +83,8 @@ void properties(std::ostringstream& s, const RunReport& report) {
     }
   }
   if (const ApproxRsqrtTally t = report.approx_rsqrt(); !t.empty()) property(s, "approx_rsqrt", t.line());
+  for (std::size_t i = 0; i < report.incidents.size(); ++i)
+    property(s, "incident." + std::to_string(i + 1), report.incidents[i]);
   s << "  </properties>\n";
 }
 

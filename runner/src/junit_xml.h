@@ -4,7 +4,9 @@
 //     <properties>  the run, said once: library, device, profile, verdict, exit_code,
 //                   kernel_bytes_compared, and per ABI op coverage.<op>.{status, exported,
 //                   declared_supported, checks, passed, failed, skipped, bytes_compared}
-//                   (the coverage when a library was loaded), approx_rsqrt when it applied
+//                   (the coverage when a library was loaded), approx_rsqrt when it applied,
+//                   incident.1, incident.2, ... (a check that ended its process, a suite that
+//                   ended early: suite_children.h)
 //     </properties>
 //     <testsuite name="kernel.matrix.kv_only.packed584" tests= failures= errors="0" skipped= time=>
 //       <testcase classname="kernel.matrix.kv_only.packed584" name="Packed584_Tokens17_Bs16_Padded" time=>

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "abi_op.h"
 #include "fixture_verdict.h"
@@ -47,6 +48,7 @@ void matrix_suite(const RunOptions& options, testkit::DeviceBackend& device, con
   for (const auto& [op, spec] : cells) {
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteMatrix, op_key(op), format_key(spec.format), spec.name());
+    if (!sink.starts(r)) continue;
     const InsertCase c = cases::build_case(op, spec, 0);
     if (const testkit::Support s = device.supports(c); !s.supported) {
       r.add_bytes(abi_op_of(c), 0);
@@ -68,6 +70,7 @@ void dspark_suite(const RunOptions& options, testkit::DeviceBackend& device, con
   for (const cases::ConformanceSpec& spec : specs) {
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteDspark, kBothOps, format_key(spec.format), "UpstreamDspark_" + spec.name());
+    if (!sink.starts(r)) continue;
     r.add_bytes(AbiOp::kKvOnly, 0);
     r.add_bytes(AbiOp::kLegacy, 0);
     for (int round = 0; round < cases::kUpstreamRounds && r.verdict != Verdict::kFailed; ++round) {
@@ -118,10 +121,12 @@ void golden_suite(const RunOptions& options, testkit::DeviceBackend& device, con
     problems.push_back(r);
   }
   sink.begin_suite("kernel golden: the frozen fixtures through the library", fixtures.size() + problems.size());
-  for (CheckResult& r : problems) sink.record(r);
+  for (CheckResult& r : problems)
+    if (sink.starts(r)) sink.record(r);
   for (const golden::Fixture& f : fixtures) {
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
+    if (!sink.starts(r)) continue;
     RecordingBackend recorder(device, options.profile);
     const AbiOp op = abi_op_of(f.c);
     r.add_bytes(op, 0);
@@ -149,6 +154,7 @@ void invalid_suite(const RunOptions& options, const testkit::KernelLibrary& libr
   for (const testkit::RuleMatrixEntry& e : cells) {
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteInvalid, op_key(e.op), format_key(e.format), testkit::rule_matrix_name(e));
+    if (!sink.starts(r)) continue;
     InsertCase c = testkit::small_valid_case(e.op, e.format);
     InsertOutputs out = testkit::make_outputs(c);
     testkit::DeviceBackendOptions direct;
@@ -238,22 +244,24 @@ std::string KernelSession::library() const { return impl_->library.describe(); }
 
 std::vector<OpDeclaration> KernelSession::declarations() const { return library_declarations(impl_->library); }
 
-void KernelSession::run(const RunOptions& options, const RunSink& outer) {
+void KernelSession::run_suite(const std::string& suite, const RunOptions& options, const RunSink& outer) {
   const testkit::KernelLibrary& library = impl_->library;
   const LibraryMentions mentions{"device:" + library.describe(), library.describe(), library.name()};
-  RunSink sink{outer.begin_suite, [&](CheckResult r) {
-                 r.message = library_named_once(std::move(r.message), mentions);
-                 outer.record(std::move(r));
-               }};
+  RunSink sink = outer;
+  sink.record = [&](CheckResult r) {
+    r.message = library_named_once(std::move(r.message), mentions);
+    outer.record(std::move(r));
+  };
   testkit::DeviceBackend device(library);
-  if (options.selects_suite(kSuiteMatrix)) matrix_suite(options, device, sink);
-  if (options.selects_suite(kSuiteDspark)) dspark_suite(options, device, sink);
-  if (options.selects_suite(kSuiteGolden)) golden_suite(options, device, sink);
-  if (options.selects_suite(kSuiteInvalid)) invalid_suite(options, library, sink);
-  if (options.selects_suite(kSuiteKvNorm)) kv_norm_suite(options, device, sink);
-  if (options.selects_suite(kSuiteFusedKvNorm)) fused_kv_norm_suite(options, device, sink);
-  if (options.selects_suite(kSuiteStore)) store_suite(options, device, sink);
-  if (options.selects_suite(kSuiteStacked)) stacked_suite(options, library, sink);
+  if (suite == kSuiteMatrix) return matrix_suite(options, device, sink);
+  if (suite == kSuiteDspark) return dspark_suite(options, device, sink);
+  if (suite == kSuiteGolden) return golden_suite(options, device, sink);
+  if (suite == kSuiteInvalid) return invalid_suite(options, library, sink);
+  if (suite == kSuiteKvNorm) return kv_norm_suite(options, device, sink);
+  if (suite == kSuiteFusedKvNorm) return fused_kv_norm_suite(options, device, sink);
+  if (suite == kSuiteStore) return store_suite(options, device, sink);
+  if (suite == kSuiteStacked) return stacked_suite(options, library, sink);
+  throw std::invalid_argument("no kernel suite '" + suite + "'");
 }
 
 }  // namespace kvc::runner

@@ -56,8 +56,11 @@ class KernelSession {
   std::string library() const;
   // What the library exports and declares, per ABI op (no GPU needed).
   std::vector<OpDeclaration> declarations() const;
-  // Needs a CUDA device.
-  void run(const RunOptions& options, const RunSink& sink);
+  // One kernel suite (suite_plan.h: kKernelSuites), whatever --suites says; the run makes each in
+  // a process of its own (suite_children.h). Needs a CUDA device; throws std::invalid_argument for
+  // another name, and lets a CUDA error of the device's (testkit::DeviceError) through: after a
+  // fault the context is lost, and the process running the suite reports it (cuda_fault.h).
+  void run_suite(const std::string& suite, const RunOptions& options, const RunSink& sink);
 
  private:
   struct Impl;

@@ -30,7 +30,8 @@ std::string KernelSession::library() const { return ""; }
 
 std::vector<OpDeclaration> KernelSession::declarations() const { return {}; }
 
-void KernelSession::run(const RunOptions& options, const RunSink& sink) {
+void KernelSession::run_suite(const std::string& suite, const RunOptions& options, const RunSink& sink) {
+  (void)suite;
   (void)options;
   (void)sink;
   throw std::logic_error(kNoDeviceBackend);

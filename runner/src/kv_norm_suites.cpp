@@ -76,6 +76,7 @@ void kv_norm_suite(const RunOptions& options, testkit::DeviceBackend& device, co
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteKvNorm, std::string(abi_op_name(AbiOp::kKvNorm)), "-",
                                  "Rows" + std::to_string(rows) + (in_place ? "_InPlace" : "_OutOfPlace"));
+    if (!sink.starts(r)) continue;
     kv_norm_check(options, device, rows, in_place, r);
     r.seconds = clock.seconds();
     sink.record(r);
@@ -93,6 +94,7 @@ void fused_kv_norm_suite(const RunOptions& options, testkit::DeviceBackend& devi
     const Stopwatch clock;
     CheckResult r = kernel_check(kSuiteFusedKvNorm, std::string(abi_op_name(AbiOp::kKvOnlyKvNorm)),
                                  format_key(spec.format), spec.name());
+    if (!sink.starts(r)) continue;
     InsertCase c = cases::build_kv_only(spec, 0);
     testkit::Rng rng(spec.seed + 11);
     c.kv_norm_weight = kv_norm_weight(rng);

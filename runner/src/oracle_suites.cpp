@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "testkit/cases/registry.h"
 #include "kvc/golden/fixture.h"
@@ -48,6 +49,7 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
     manifests.clear();
     sink.begin_suite("oracle golden: fixtures in " + options.fixtures_dir, 1);
     CheckResult r = check(kSuiteGolden, "-", "-", "fixtures");
+    if (!sink.starts(r)) return;
     fail(r, std::string("cannot list the fixtures: ") + e.what());
     sink.record(r);
     return;
@@ -72,6 +74,7 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
   if (manifests.empty()) {
     sink.begin_suite("oracle golden: fixtures in " + options.fixtures_dir, 1);
     CheckResult r = check(kSuiteGolden, "-", "-", "fixtures");
+    if (!sink.starts(r)) return;
     fail(r, "no fixture manifests in " + options.fixtures_dir + " (--fixtures DIR)");
     sink.record(r);
     return;
@@ -79,11 +82,13 @@ void golden_suite(const RunOptions& options, const RunSink& sink) {
   sink.begin_suite(
       "oracle golden: " + std::to_string(fixtures.size()) + " frozen fixtures (" + options.fixtures_dir + ")",
       fixtures.size() + corrupt.size());
-  for (CheckResult& r : corrupt) sink.record(r);
+  for (CheckResult& r : corrupt)
+    if (sink.starts(r)) sink.record(r);
   testkit::OracleBackend oracle(oracle_options(options));
   for (const golden::Fixture& f : fixtures) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteGolden, op_key(f.c.op), f.record_format, f.name);
+    if (!sink.starts(r)) continue;
     RecordingBackend recorder(oracle);
     judge_fixture(f, recorder, r);
     r.seconds = clock.seconds();
@@ -102,6 +107,7 @@ void invalid_suite(const RunOptions& options, const RunSink& sink) {
   for (const testkit::RuleMatrixEntry& e : cells) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteInvalid, op_key(e.op), format_key(e.format), testkit::rule_matrix_name(e));
+    if (!sink.starts(r)) continue;
     InsertCase c = testkit::small_valid_case(e.op, e.format);
     InsertOutputs out = testkit::make_outputs(c);
     if (!e.breaker->apply(c, out)) {
@@ -220,6 +226,7 @@ void registry_suite(const RunOptions& options, const RunSink& sink) {
   for (const auto& [op, spec] : matrix) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteRegistry, op_key(op), format_key(spec.format), spec.name());
+    if (!sink.starts(r)) continue;
     registry_case(options, op, spec, r);
     r.seconds = clock.seconds();
     sink.record(r);
@@ -227,6 +234,7 @@ void registry_suite(const RunOptions& options, const RunSink& sink) {
   for (const cases::ConformanceSpec& spec : dspark) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteRegistry, kBothOps, format_key(spec.format), "UpstreamDspark_" + spec.name());
+    if (!sink.starts(r)) continue;
     dspark_case(options, spec, r);
     r.seconds = clock.seconds();
     sink.record(r);
@@ -245,6 +253,7 @@ void checker_suite(const RunOptions& options, const RunSink& sink) {
   for (const auto& [d, f] : cells) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteChecker, "kv_only", format_key(f), std::string(testkit::planted_defect_name(d)));
+    if (!sink.starts(r)) continue;
     const InsertCase c = testkit::planted_case(d, f);
     const InsertOutputs initial = testkit::make_outputs(c);
     InsertOutputs expected = initial, actual = initial;
@@ -269,11 +278,12 @@ void checker_suite(const RunOptions& options, const RunSink& sink) {
 
 }  // namespace
 
-void run_oracle_conformance(const RunOptions& options, const RunSink& sink) {
-  if (options.selects_suite(kSuiteGolden)) golden_suite(options, sink);
-  if (options.selects_suite(kSuiteInvalid)) invalid_suite(options, sink);
-  if (options.selects_suite(kSuiteRegistry)) registry_suite(options, sink);
-  if (options.selects_suite(kSuiteChecker)) checker_suite(options, sink);
+void run_oracle_suite(const std::string& suite, const RunOptions& options, const RunSink& sink) {
+  if (suite == kSuiteGolden) return golden_suite(options, sink);
+  if (suite == kSuiteInvalid) return invalid_suite(options, sink);
+  if (suite == kSuiteRegistry) return registry_suite(options, sink);
+  if (suite == kSuiteChecker) return checker_suite(options, sink);
+  throw std::invalid_argument("no oracle suite '" + suite + "'");
 }
 
 }  // namespace kvc::runner

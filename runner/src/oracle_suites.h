@@ -16,10 +16,14 @@
 // must then fail, and its classes name the mutation.
 #pragma once
 
+#include <string>
+
 #include "run_options.h"
 
 namespace kvc::runner {
 
-void run_oracle_conformance(const RunOptions& options, const RunSink& sink);
+// One of them (suite_plan.h: kOracleSuites), whatever --suites says; the run makes each in a
+// process of its own (suite_children.h). Throws std::invalid_argument for another name.
+void run_oracle_suite(const std::string& suite, const RunOptions& options, const RunSink& sink);
 
 }  // namespace kvc::runner

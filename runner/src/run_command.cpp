@@ -12,18 +12,16 @@
 #include "kernel_suites.h"
 #include "kvc/oracle/options.h"
 #include "kvc/profile.h"
-#include "oracle_suites.h"
+#include "child_process.h"
 #include "run_options.h"
 #include "run_report.h"
 #include "stopwatch.h"
+#include "suite_child.h"
+#include "suite_children.h"
+#include "suite_plan.h"
 
 namespace kvc::runner {
 namespace {
-
-// A progress line at least this often on long runs, whatever finishes.
-constexpr double kProgressIntervalSeconds = 5.0;
-// Checks at least this long get a line of their own.
-constexpr double kSlowCheckSeconds = 1.0;
 
 // "golden, invalid, ...": every --suites value, for usage errors.
 std::string suite_names() {
@@ -39,70 +37,6 @@ void write_text_file(const std::string& path, const std::string& text) {
   if (!f) throw std::runtime_error("writing " + path + " failed");
 }
 
-// Prints suites and checks as they finish and keeps every result.
-class Progress {
- public:
-  explicit Progress(RunReport& report) : report_(report) {}
-
-  RunSink sink() {
-    return {[this](const std::string& title, std::size_t checks) { begin(title, checks); },
-            [this](CheckResult r) { record(std::move(r)); }};
-  }
-  void end_suite() {
-    if (suite_total_ == 0 && title_.empty()) return;
-    std::printf("  %zu passed, %zu failed, %zu skipped (%.1f s)\n", passed_, failed_, skipped_, suite_clock_.seconds());
-    std::fflush(stdout);
-    title_.clear();
-  }
-
- private:
-  void begin(const std::string& title, std::size_t checks) {
-    end_suite();
-    title_ = title;
-    suite_total_ = checks;
-    done_ = passed_ = failed_ = skipped_ = 0;
-    suite_clock_ = Stopwatch();
-    std::printf("\n== %s (%zu checks)\n", title.c_str(), checks);
-    std::fflush(stdout);
-  }
-
-  void record(CheckResult r) {
-    ++done_;
-    if (r.verdict == Verdict::kPassed) ++passed_;
-    if (r.verdict == Verdict::kFailed) ++failed_;
-    if (r.verdict == Verdict::kSkipped) ++skipped_;
-    const bool print = r.verdict == Verdict::kFailed || r.seconds >= kSlowCheckSeconds ||
-                       since_print_.seconds() >= kProgressIntervalSeconds || done_ == suite_total_;
-    if (print) {
-      std::printf("  [%4zu/%4zu] %s %s %s %s: %s (%.2f s)\n", done_, suite_total_, r.side.c_str(), r.suite.c_str(),
-                  r.format.c_str(), r.name.c_str(), std::string(verdict_name(r.verdict)).c_str(), r.seconds);
-      if (r.verdict == Verdict::kFailed) {
-        std::printf("%s", indent(r.message).c_str());
-        if (!r.classes.empty()) std::printf("%s", r.classes.report().c_str());
-      }
-      std::fflush(stdout);
-      since_print_ = Stopwatch();
-    }
-    report_.checks.push_back(std::move(r));
-  }
-
-  static std::string indent(const std::string& text) {
-    std::string out = "      ";
-    for (char c : text) {
-      out += c;
-      if (c == '\n') out += "      ";
-    }
-    while (!out.empty() && (out.back() == ' ')) out.pop_back();
-    if (!out.empty() && out.back() != '\n') out += '\n';
-    return out;
-  }
-
-  RunReport& report_;
-  std::string title_;
-  std::size_t suite_total_ = 0, done_ = 0, passed_ = 0, failed_ = 0, skipped_ = 0;
-  Stopwatch suite_clock_, since_print_;
-};
-
 }  // namespace
 
 struct RunCommand::State {
@@ -115,10 +49,49 @@ struct RunCommand::State {
   bool cpu_only = false;
   std::string fixtures_dir = KVC_GOLDEN_FIXTURE_DIR;
   std::string oracle_mutation = "none";
+  // The process that runs one suite (suite_child.h): hidden options, set by the run itself.
+  std::string child_suite, child_journal;
+  std::size_t child_first_check = 0;
 
   // The options, or a usage error.
   RunOptions options() const;
+  // The arguments of `run` every process of the run shares: the options without --suites (each
+  // process runs one suite) and without the reports (the run writes them).
+  std::vector<std::string> child_args() const;
+  int execute_child(const RunOptions& options) const;
 };
+
+std::vector<std::string> RunCommand::State::child_args() const {
+  const auto joined = [](const std::vector<std::string>& items) {
+    std::string s;
+    for (const std::string& item : items) s += (s.empty() ? "" : ",") + item;
+    return s;
+  };
+  std::vector<std::string> a = {"run", "--fixtures", fixtures_dir, "--oracle-mutation", oracle_mutation};
+  if (!kernels.empty()) a.insert(a.end(), {"--kernels", kernels});
+  if (!ops.empty()) a.insert(a.end(), {"--ops", joined(ops)});
+  if (!formats.empty()) a.insert(a.end(), {"--formats", joined(formats)});
+  if (max_tokens > 0) a.insert(a.end(), {"--max-tokens", std::to_string(max_tokens)});
+  if (!profile.empty()) a.insert(a.end(), {"--profile", profile});
+  if (cpu_only) a.emplace_back("--cpu-only");
+  return a;
+}
+
+int RunCommand::State::execute_child(const RunOptions& options) const {
+  const std::optional<SuiteRef> suite = suite_from_key(child_suite);
+  if (!suite || child_journal.empty()) {
+    std::fprintf(stderr,
+                 "kvconform run: --child-suite '%s' with --child-journal is the run's own (see suite_child.h)\n",
+                 child_suite.c_str());
+    return kRunUsage;
+  }
+  try {
+    return run_child_suite({*suite, child_journal, child_first_check}, options);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "kvconform run: %s\n", e.what());
+    return kRunUsage;
+  }
+}
 
 RunOptions RunCommand::State::options() const {
   RunOptions o;
@@ -189,6 +162,10 @@ RunCommand::RunCommand(CLI::App& parent) : state_(std::make_unique<State>()) {
                   "run the CPU conformance against a deliberately broken oracle (none, scale-pad-one, "
                   "ties-away-from-zero): shows that those checks fail and how the classes name the defect")
       ->capture_default_str();
+  // Hidden (no group): the run starts a process per suite with these (suite_children.h).
+  run->add_option("--child-suite", s.child_suite)->group("");
+  run->add_option("--child-journal", s.child_journal)->group("");
+  run->add_option("--child-first-check", s.child_first_check)->group("");
 }
 
 RunCommand::~RunCommand() = default;
@@ -203,6 +180,7 @@ int RunCommand::execute() {
     std::fprintf(stderr, "kvconform run: %s\n", e.what());
     return kRunUsage;
   }
+  if (!state_->child_suite.empty()) return state_->execute_child(options);
   const Stopwatch clock;
   RunReport report;
   report.cpu_only = options.cpu_only;
@@ -210,24 +188,23 @@ int RunCommand::execute() {
   report.selected_ops.clear();
   for (AbiOp op : kAllAbiOps)
     if (options.checks_op(op)) report.selected_ops.push_back(op);
-  std::unique_ptr<KernelSession> session;
+  bool run_kernels = false;
   if (options.cpu_only) {
     report.kernels_skipped_reason = "--cpu-only was given";
   } else if (const std::string no_backend = device_backend_unavailable(); !no_backend.empty()) {
     report.kernels_skipped_reason = no_backend;
   } else {
     try {
-      session = std::make_unique<KernelSession>(options.kernels);
+      // Loaded here for what it declares (host code); the kernel suites load it in their processes.
+      const KernelSession session(options.kernels);
+      report.library = session.library();
+      report.declarations = session.declarations();
     } catch (const std::runtime_error& e) {
       std::fprintf(stderr, "kvconform run: %s\n", e.what());
       return kRunUsage;
     }
-    report.library = session->library();
-    report.declarations = session->declarations();
-    if (const std::string no_device = cuda_device_unavailable_reason(); !no_device.empty()) {
-      report.kernels_skipped_reason = no_device;
-      session.reset();
-    }
+    report.kernels_skipped_reason = cuda_device_unavailable_reason();
+    run_kernels = report.kernels_skipped_reason.empty();
   }
   report.device = device_description();
 
@@ -238,22 +215,17 @@ int RunCommand::execute() {
   if (options.oracle_mutation != oracle::OracleMutation::kNone)
     std::printf("  oracle under test: the mutant %s (its CPU conformance must fail)\n",
                 std::string(oracle::mutation_name(options.oracle_mutation)).c_str());
-  if (!session) std::printf("  KERNEL CONFORMANCE WILL BE SKIPPED: %s\n", report.kernels_skipped_reason.c_str());
+  if (!run_kernels) std::printf("  KERNEL CONFORMANCE WILL BE SKIPPED: %s\n", report.kernels_skipped_reason.c_str());
   std::fflush(stdout);
 
-  Progress progress(report);
   try {
-    run_oracle_conformance(options, progress.sink());
-    if (session) {
-      session->run(options, progress.sink());
-      report.kernel_suites_ran = true;
-    }
-  } catch (const std::exception& e) {
-    progress.end_suite();
+    SuiteChildren children(this_executable(), state_->child_args(), options);
+    for (const SuiteRef& suite : planned_suites(options, run_kernels)) children.run(suite, report);
+  } catch (const std::runtime_error& e) {
     std::fprintf(stderr, "kvconform run: stopped: %s\n", e.what());
     return kRunUsage;
   }
-  progress.end_suite();
+  report.kernel_suites_ran = run_kernels;
   report.seconds = clock.seconds();
   std::printf("\n%s", report.summary().c_str());
 

@@ -7,7 +7,10 @@
 //
 // The CPU conformance of the oracle always runs (oracle_suites.h); kernel conformance
 // (kernel_suites.h) runs when the build has the device backend and a CUDA device is usable,
-// against --kernels, else KVC_KERNELS, else our kernels. Progress is printed as checks finish
+// against --kernels, else KVC_KERNELS, else our kernels. Every suite runs in a process of its own
+// (suite_children.h), so that a CUDA fault or a crash fails the check it happened in and the run
+// goes on; the hidden --child-suite, --child-journal and --child-first-check options make such a
+// process (suite_child.h). Progress is printed as checks finish
 // (every failure, every check of a second or more, and at least every few seconds), then the
 // summary table per op x format and the coverage per ABI op. Exit status (run_report.h): 0 every
 // check passed and kernel bytes of every op the library declares supported were compared (or

@@ -66,10 +66,18 @@ std::string op_key(InsertOp op);
 inline constexpr const char* kBothOps = "kv_only+legacy";
 
 // How suites report: a suite announces itself with the number of checks it will make, then
-// records each result as it finishes.
+// for each check says that it starts (before any of its work) and records its result.
 struct RunSink {
   std::function<void(const std::string& title, std::size_t checks)> begin_suite;
   std::function<void(CheckResult)> record;
+  // The check as made (side, suite, op, format, name), before its work: the process running the
+  // suite notes it ("started", suite_journal.h), so that a crash is blamed on that check; a
+  // process resumed after a crash answers false for the checks before it, which the suite then
+  // leaves out. Unset: every check runs.
+  std::function<bool(const CheckResult&)> start;
+
+  // Whether to run the check (start's answer, true when unset).
+  bool starts(const CheckResult& r) const { return !start || start(r); }
 };
 
 }  // namespace kvc::runner

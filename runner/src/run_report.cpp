@@ -232,6 +232,8 @@ std::string RunReport::summary() const {
   if (const ApproxRsqrtTally t = approx_rsqrt(); !t.empty()) s << "approximate rsqrt: " << t.line() << "\n";
   const testkit::MismatchClassification classes_all = classes();
   if (!classes_all.empty()) s << "mismatch classes over all failed checks:\n" << classes_all.report();
+  if (!incidents.empty()) s << "incidents (every suite runs in a process of its own):\n";
+  for (const std::string& incident : incidents) s << "  " << incident << "\n";
 
   const std::int64_t passed = count(Verdict::kPassed), failed = count(Verdict::kFailed),
                      skipped = count(Verdict::kSkipped);

@@ -94,6 +94,10 @@ struct RunReport {
   // The ops --ops and --suites ask the kernel suites to check (every op unless narrowed).
   std::vector<AbiOp> selected_ops{kAllAbiOps.begin(), kAllAbiOps.end()};
   std::vector<CheckResult> checks;
+  // What the processes that ran the suites did besides finishing them (suite_children.h): a check
+  // that ended its process (a CUDA fault, a crash) and where its suite went on, a suite that ended
+  // early. The check that ended a process is among `checks`, failed; these lines say the rest.
+  std::vector<std::string> incidents;
   double seconds = 0.0;
 
   std::int64_t count(Verdict v) const;
@@ -109,8 +113,8 @@ struct RunReport {
   RunVerdict verdict() const;
   int exit_code() const;
   // The summary: the table per op x format, skip reasons, the coverage per ABI op, the
-  // approximate-rsqrt tally, the mismatch classes over all failures, the result line (and
-  // loudly, when kernel conformance was skipped or compared nothing).
+  // approximate-rsqrt tally, the mismatch classes over all failures, the incidents, the result
+  // line (and loudly, when kernel conformance was skipped or compared nothing).
   std::string summary() const;
 };
 

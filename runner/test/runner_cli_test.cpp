@@ -7,7 +7,10 @@
 // not name; decode printing nothing useful; the fuzz and bench commands lost in the move (in the
 // runner or in the old executables); --profile not reaching the fuzz campaign; a kernel library
 // checked without a device reported as anything but skipped (exit 3), or its exports and
-// declarations missing from the report; --ops refusing an op of the ABI.
+// declarations missing from the report; --ops refusing an op of the ABI; a crash in a suite's
+// process that ends the run, loses the report, passes, fails another check than the one it crashed
+// in, or stops the suite instead of going on after that check; a crash outside any check that is
+// not said as "ended early" (KVC_RUN_TEST_CHILD_CRASH plants them, suite_child.h).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -16,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -147,6 +151,78 @@ TEST(RunnerCli, AStoreOnlyLibraryWithoutADeviceIsSkippedAndItsDeclarationsListed
   const int junit = check_junit(xml, "--expect-failures none");
   if (junit == -2) GTEST_SKIP() << "python3 not found at configure time: the JUnit file was not parsed";
   EXPECT_EQ(junit, 0);
+}
+
+// The checks of a JSON report by suite, in order: "invalid" -> names.
+std::map<std::string, std::vector<nlohmann::json>> checks_by_suite(const nlohmann::json& report) {
+  std::map<std::string, std::vector<nlohmann::json>> out;
+  for (const auto& c : report.at("checks")) out[c.at("suite").get<std::string>()].push_back(c);
+  return out;
+}
+
+// A process running a suite crashes in a check (abort(), SIGABRT) or throws from it: that check
+// alone fails with how its process ended, the suite goes on in a new process after it, the next
+// suite runs, and every report is written. The same checks as a clean run, in the same order.
+TEST(RunnerCli, ACrashInASuiteProcessFailsItsCheckAndTheRunGoesOn) {
+  const std::string args = "run --cpu-only --suites invalid,checker --formats packed584 --max-tokens 1";
+  const std::string clean_json = temp("crash-clean.json");
+  ASSERT_EQ(kvconform(args + " --json '" + clean_json + "'", "crash-clean", kNoGpu).status, 0);
+  const auto clean = checks_by_suite(kvc::testkit::read_json_file(clean_json));
+  ASSERT_GT(clean.at("invalid").size(), 6u);
+  const std::string crashed_name = clean.at("invalid")[5].at("name").get<std::string>();
+
+  for (const auto& [how, text] : std::map<std::string, std::string>{
+           {"abort", "the process running this check ended: killed by signal 6"},
+           {"throw", "the check ended its process with an exception: planted by KVC_RUN_TEST_CHILD_CRASH"}}) {
+    SCOPED_TRACE(how);
+    const std::string json = temp("crash-" + how + ".json"), xml = temp("crash-" + how + ".xml");
+    const Command r = kvconform(args + " --json '" + json + "' --junit '" + xml + "'", "crash-" + how,
+                                std::string(kNoGpu) + " KVC_RUN_TEST_CHILD_CRASH=oracle:invalid:5:" + how);
+    EXPECT_EQ(r.status, 1) << "a crash is a failure";
+    EXPECT_NE(r.output.find("the suite went on in a new process from check [7/"), std::string::npos);
+    EXPECT_NE(r.output.find("FAILED"), std::string::npos);
+    const nlohmann::json j = kvc::testkit::read_json_file(json);
+    EXPECT_EQ(j.at("exit_code").get<int>(), 1);
+    EXPECT_EQ(j.at("counts").at("failed").get<int>(), 1);
+    const auto got = checks_by_suite(j);
+    ASSERT_EQ(got.at("invalid").size(), clean.at("invalid").size()) << "every check of the suite ran";
+    ASSERT_EQ(got.at("checker").size(), clean.at("checker").size()) << "the next suite ran";
+    for (std::size_t i = 0; i < got.at("invalid").size(); ++i) {
+      const nlohmann::json& c = got.at("invalid")[i];
+      EXPECT_EQ(c.at("name"), clean.at("invalid")[i].at("name"));
+      EXPECT_EQ(c.at("verdict").get<std::string>(), i == 5 ? "failed" : "passed") << c.at("name");
+    }
+    EXPECT_EQ(got.at("invalid")[5].at("name").get<std::string>(), crashed_name);
+    EXPECT_EQ(got.at("invalid")[5].at("message").get<std::string>().rfind(text, 0), 0u)
+        << got.at("invalid")[5].at("message");
+    ASSERT_EQ(j.at("incidents").size(), 1u);
+    EXPECT_NE(j.at("incidents")[0].get<std::string>().find("oracle invalid: check [6/"), std::string::npos);
+    const int junit = check_junit(xml, "--expect-failures 1");
+    if (junit != -2) {
+      EXPECT_EQ(junit, 0);
+    }
+  }
+}
+
+// A process that dies outside any check (here: before check 5 began) has no check to blame and
+// would die there again: its suite ends early, said so, and fails; the run goes on.
+TEST(RunnerCli, ACrashOutsideAnyCheckEndsItsSuiteEarlyAndTheRunGoesOn) {
+  const std::string json = temp("crash-between.json");
+  const Command r =
+      kvconform("run --cpu-only --suites invalid,checker --formats packed584 --max-tokens 1 --json '" + json + "'",
+                "crash-between", std::string(kNoGpu) + " KVC_RUN_TEST_CHILD_CRASH=oracle:invalid:5:abort-between");
+  EXPECT_EQ(r.status, 1);
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  const auto got = checks_by_suite(j);
+  ASSERT_EQ(got.at("invalid").size(), 6u) << "five checks, then the failed process";
+  EXPECT_EQ(got.at("invalid").back().at("name").get<std::string>(), "process");
+  EXPECT_EQ(got.at("invalid").back().at("verdict").get<std::string>(), "failed");
+  EXPECT_GT(got.at("checker").size(), 0u) << "the next suite ran";
+  ASSERT_EQ(j.at("incidents").size(), 1u);
+  const std::string incident = j.at("incidents")[0].get<std::string>();
+  EXPECT_EQ(incident.rfind("suite oracle invalid ended early: ", 0), 0u) << incident;
+  EXPECT_NE(incident.find(" checks not run (killed by signal 6"), std::string::npos) << incident;
+  EXPECT_NE(r.output.find(incident), std::string::npos);
 }
 
 TEST(RunnerCli, EveryAbiOpIsAnOpsValue) {

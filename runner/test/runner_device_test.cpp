@@ -6,14 +6,19 @@
 // records carry the pad byte 0x01 (kvconform_kernels_planted) fails the matrix, and the run's JSON
 // names every differing site a pad byte; a library that implements the store op alone compares
 // nothing in the insert suites (NOTHING CHECKED, exit 4) and fails the store suite (its entry
-// point answers KVC_STATUS_UNSUPPORTED although the op is declared). Catches: a run that reports
+// point answers KVC_STATUS_UNSUPPORTED although the op is declared); a library that faults
+// (cudaErrorIllegalAddress) on every call above 4096 rows (testkit/doubles/faults_on_large_batch.cu)
+// fails exactly those checks, each with its CUDA fault, and every other check passes, exit 1, the
+// report written. Catches: a run that reports
 // kernel conformance without comparing a byte (the report these rules answer: a store-only
 // library got PASSED), a test of "our kernels" that checks the library KVC_KERNELS names, a
 // kernel failure that does not fail the run, an op of the ABI the runner never calls, and classes
-// lost between the checks and the reports.
+// lost between the checks and the reports, and a CUDA fault that ends the run or fails the checks
+// after it (the lost context of a run in one process).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <regex>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -98,5 +103,57 @@ TEST(RunnerDevice, AStoreOnlyLibraryIsNeverPassed) {
   EXPECT_EQ(all.status, 1);
   EXPECT_EQ(all.output.find("PASSED"), std::string::npos);
 }
+
+#ifdef KVC_DOUBLE_FAULTS_ON_LARGE_BATCH
+// The rows of a check's call, from its name: the matrix, fused and store scenarios say
+// "Tokens<n>" (plus 3 DP-padding rows), the stacked shapes "_T<n>_", kv_norm "Rows<n>"; 0 for the
+// rest (golden fixtures, rule breakers, DSpark: all small).
+std::int64_t rows_named(const std::string& name) {
+  static const std::regex pattern("(?:Tokens|_T|^Rows)([0-9]+)");
+  std::smatch m;
+  return std::regex_search(name, m, pattern) ? std::stoll(m[1].str()) : 0;
+}
+
+TEST(RunnerDevice, ALibraryThatFaultsOnLargeBatchesFailsThoseChecksAndTheRunGoesOn) {
+  KVC_REQUIRE_DEVICE();
+  const std::string json = ::testing::TempDir() + "kvc-runner-device-faults.json";
+  // 16384 tokens: the matrix, fused and store scenarios of that size and the stacked 8192-token
+  // shape fault; every smaller case runs through our kernels.
+  const Command r = run(std::string("run --kernels '") + KVC_DOUBLE_FAULTS_ON_LARGE_BATCH +
+                            "' --formats packed584 --max-tokens 16384 --json '" + json +
+                            "' --suites matrix,dspark,golden,invalid,kv_norm,fused_kv_norm,store,stacked",
+                        "faults-on-large-batch");
+  EXPECT_EQ(r.status, 1) << "a fault is a failure";
+  EXPECT_NE(r.output.find("CUDA fault: cudaErrorIllegalAddress"), std::string::npos);
+  const nlohmann::json j = kvc::testkit::read_json_file(json);  // written although processes faulted
+  int faulted = 0, passed = 0;
+  std::set<std::string> faulted_suites;
+  for (const auto& c : j.at("checks")) {
+    const std::string name = c.at("name").get<std::string>(), verdict = c.at("verdict").get<std::string>();
+    if (c.at("where") == "kernel" && rows_named(name) > 4096) {
+      // Failed with its fault; or skipped as with our kernels (the library was not called).
+      EXPECT_NE(verdict, "passed") << name;
+      if (verdict != "failed") continue;
+      ++faulted;
+      faulted_suites.insert(c.at("suite").get<std::string>());
+      EXPECT_EQ(c.at("message").get<std::string>().rfind("CUDA fault: cudaErrorIllegalAddress: ", 0), 0u)
+          << name << ": " << c.at("message");
+    } else {
+      passed += verdict == "passed";
+      EXPECT_NE(verdict, "failed") << c.at("where") << " " << c.at("suite") << " " << name << ": " << c.at("message");
+    }
+  }
+  EXPECT_EQ(faulted_suites, (std::set<std::string>{"matrix", "fused_kv_norm", "store", "stacked"}));
+  EXPECT_GT(passed, 100);
+  EXPECT_EQ(j.at("counts").at("failed").get<int>(), faulted);
+  // One incident per fault: each ended its process, and its suite went on after it.
+  EXPECT_EQ(static_cast<int>(j.at("incidents").size()), faulted) << j.at("incidents").dump(1);
+  for (const auto& incident : j.at("incidents"))
+    EXPECT_NE(incident.get<std::string>().find("ended its process (CUDA fault: cudaErrorIllegalAddress"),
+              std::string::npos)
+        << incident;
+  EXPECT_TRUE(j.at("kernel_conformance").at("ran").get<bool>());
+}
+#endif
 
 }  // namespace
