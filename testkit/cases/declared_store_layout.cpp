@@ -41,14 +41,14 @@ bool convert_indices(const StoreCase& from, DType dtype, StoreCase& to) {
 }  // namespace
 
 DeclaredStoreLayout in_declared_layout(const StoreCase& c, const abi::GeometryLimits& limits) {
-  if (!abi::store_limit_breach(c, limits)) return {c, {}};
+  if (!abi::store_limit_breach(c, limits)) return {c, false, {}};
   const RecordLayout& l = layout_of(store_format(c));
   StoreCase out = c;
   const int rank = allowed_or_first(c.cache.rank(), limits.cache_ranks, {2, 3});
   std::int64_t stride = c.cache.strides.empty() ? 0 : c.cache.strides.front();
   if (limits.page_stride != abi::PageStrideRule::kAny) {
     const std::optional<std::int64_t> declared = abi::declared_page_stride(limits, c.block_size, l.record_bytes());
-    if (!declared) return {std::nullopt, abi::store_limit_breach(c, limits)->text};
+    if (!declared) return {std::nullopt, false, abi::store_limit_breach(c, limits)->text};
     stride = *declared;
   }
   const std::int64_t pages = c.cache.rank() >= 1 ? c.cache.size(0) : 0;
@@ -61,12 +61,13 @@ DeclaredStoreLayout in_declared_layout(const StoreCase& c, const abi::GeometryLi
   }
   const DType index = allowed_or_first(c.indices.meta.dtype, limits.index_dtypes, {DType::kI32, DType::kI64});
   if (!convert_indices(c, index, out))
-    return {std::nullopt, "the indices do not fit int32, the only index dtype the library declares"};
-  if (const std::optional<abi::LimitBreach> b = abi::store_limit_breach(out, limits)) return {std::nullopt, b->text};
+    return {std::nullopt, false, "the indices do not fit int32, the only index dtype the library declares"};
+  if (const std::optional<abi::LimitBreach> b = abi::store_limit_breach(out, limits))
+    return {std::nullopt, false, b->text};
   if (const Status s = validate_store_rotated(out, ValidationLevel::kStrict, ValueAccess::kMetadataOnly); !s.ok())
-    return {std::nullopt, "in the library's layout (" + store_layout_name(out) + ") the case breaks a rule: " +
-                              s.ToString()};
-  return {out, {}};
+    return {std::nullopt, false,
+            "in the library's layout (" + store_layout_name(out) + ") the case breaks a rule: " + s.ToString()};
+  return {out, true, {}};
 }
 
 std::string store_layout_name(const StoreCase& c) {

@@ -19,6 +19,7 @@ namespace kvc::testkit {
 
 struct DeclaredStoreLayout {
   std::optional<StoreCase> c;  // the case in a layout inside the limits (the case itself when it is)
+  bool relaid = false;         // c differs from the case given (another rank, stride or index dtype)
   std::string why_not;         // no layout: the limit the case breaks, as abi::store_limit_breach words it
 };
 

@@ -117,20 +117,31 @@ Support DeclaredSupport::store_support(const StoreCase& c) const {
 
 namespace {
 
-Support enforcement_of(const std::string& library, const Declaration* d, ErrorCode code) {
-  if (d == nullptr || !d->supported || d->capabilities.validation.enforces(code)) return {};
-  return {false, library + " declares it does not enforce " + std::to_string(static_cast<int>(code)) + " (" +
-                     std::string(error_message(code)) + ")"};
+// The breaker rule of checks_breaker() on a base case's declaration and the broken case's breach.
+Support breaker_check(const std::string& library, const Declaration* d, ErrorCode code,
+                      const std::optional<abi::LimitBreach>& broken_breach) {
+  if (d == nullptr || !d->supported) return {};
+  if (!d->capabilities.validation.enforces(code))
+    return {false, library + " declares it does not enforce " + std::to_string(static_cast<int>(code)) + " (" +
+                       std::string(error_message(code)) + ")"};
+  if (broken_breach)
+    return {false, library + " does not take the broken case: " + broken_breach->text +
+                       " (a call outside the declared geometry is answered 402 before any validation code)"};
+  return {};
 }
 
 }  // namespace
 
-Support DeclaredSupport::enforcement(const InsertCase& c, ErrorCode code) const {
-  return enforcement_of(library_.name(), declaration_of(c), code);
+Support DeclaredSupport::checks_breaker(const InsertCase& base, const InsertCase& broken, ErrorCode code) const {
+  const Declaration* d = declaration_of(base);
+  if (d == nullptr || !d->supported) return {};
+  return breaker_check(library_.name(), d, code, abi::insert_limit_breach(broken, d->capabilities.limits));
 }
 
-Support DeclaredSupport::store_enforcement(const StoreCase& c, ErrorCode code) const {
-  return enforcement_of(library_.name(), declaration_of(c), code);
+Support DeclaredSupport::checks_store_breaker(const StoreCase& base, const StoreCase& broken, ErrorCode code) const {
+  const Declaration* d = declaration_of(base);
+  if (!d->supported) return {};
+  return breaker_check(library_.name(), d, code, abi::store_limit_breach(broken, d->capabilities.limits));
 }
 
 }  // namespace kvc::testkit

@@ -75,11 +75,14 @@ class DeclaredSupport {
   // op's declaration for the case's format and bf16 rows, then the limits.
   Support store_support(const StoreCase& c) const;
 
-  // Whether the library declares it enforces `code` for `c`'s (op, format, kv dtype), i.e. a call
-  // breaking that rule alone must get that code: else "<library> declares it does not enforce 203
-  // (a slot lies beyond num_blocks * block_size)".
-  Support enforcement(const InsertCase& c, ErrorCode code) const;
-  Support store_enforcement(const StoreCase& c, ErrorCode code) const;
+  // Whether a rule breaker may be sent to the library to see it answer with the rule's code:
+  // `broken` breaks one rule (`code`) of `base`, a valid case the library supports. Not when the
+  // library declares it does not enforce `code` ("<library> declares it does not enforce 203 (a
+  // slot lies beyond num_blocks * block_size)": such a call is the caller's fault, its outcome
+  // undefined), nor when the broken case lies outside its declared geometry (it answers 402
+  // before any validation code: "<library> does not take the broken case: <limit>").
+  Support checks_breaker(const InsertCase& base, const InsertCase& broken, ErrorCode code) const;
+  Support checks_store_breaker(const StoreCase& base, const StoreCase& broken, ErrorCode code) const;
 
   // The declaration of a case's combination (of() above), or nothing for a case the ABI cannot
   // describe.

@@ -57,7 +57,7 @@ TEST(DeclaredSupportOurs, EveryOpIncludingTheFusedQueryWithNoLimitsAndEveryCode)
   for (StorePages p : kAllStorePages) {
     const StoreCase c = small_valid_store_case(RecordFormat::kPacked528, p);
     EXPECT_TRUE(device.supports_store(c).supported) << device.supports_store(c).reason;
-    EXPECT_TRUE(declared.store_enforcement(c, ErrorCode::kSlotOutOfRange).supported);
+    EXPECT_TRUE(declared.checks_store_breaker(c, c, ErrorCode::kSlotOutOfRange).supported);
   }
   EXPECT_EQ(DeclaredSupport::abi_op_of(fused(RecordFormat::kPacked584)), KVC_OP_KV_ONLY_INSERT_KV_NORM);
   EXPECT_EQ(DeclaredSupport::abi_op_of(small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584)),
@@ -168,10 +168,23 @@ TEST(DeclaredSupportSglangStore, StoreCasesOutsideTheGeometryNameTheLimit) {
 TEST(DeclaredSupportSglangStore, RuleBreakersItDoesNotEnforceAreNamed) {
   const DeviceBackend device(KernelLibrary::open(KVC_DOUBLE_STORE_ONLY_SGLANG_GEOMETRY));
   const StoreCase c = small_valid_store_case(RecordFormat::kPacked584, StorePages::kSglangFlat);
-  const Support s = device.declared().store_enforcement(c, ErrorCode::kSlotOutOfRange);
+  const Support s = device.declared().checks_store_breaker(c, c, ErrorCode::kSlotOutOfRange);
   EXPECT_FALSE(s.supported);
   EXPECT_TRUE(contains(s.reason, "declares it does not enforce 203 (a slot lies beyond num_blocks * block_size)"))
       << s.reason;
+}
+
+TEST(DeclaredSupportPlainInsertDensePages, ABreakerOutsideTheDeclaredGeometryIsNotSentForItsCode) {
+  const DeviceBackend device(KernelLibrary::open(KVC_DOUBLE_PLAIN_INSERT_DENSE_PAGES));
+  const InsertCase base = matrix_case(RecordFormat::kPacked584, 16, false);
+  ASSERT_TRUE(device.supports(base).supported);
+  EXPECT_TRUE(device.declared().checks_breaker(base, base, ErrorCode::kSlotOutOfRange).supported)
+      << "the library declares every code and the case lies inside its geometry";
+  InsertCase broken = base;
+  broken.block_size = 32;  // kBlockSizeMismatch, and a block size it does not list
+  const Support s = device.declared().checks_breaker(base, broken, ErrorCode::kBlockSizeMismatch);
+  EXPECT_FALSE(s.supported);
+  EXPECT_TRUE(contains(s.reason, "does not take the broken case: block size 32 is not listed")) << s.reason;
 }
 
 TEST(DeclaredSupportSglangStore, TheStoreMatrixIsLaidOutInTheLibrarysOwnLayout) {

@@ -81,10 +81,13 @@ std::optional<LimitBreach> page_stride_breach(const Geometry& g, const GeometryL
   return LimitBreach{Limit::kPageStride, text};
 }
 
-std::optional<LimitBreach> breach(const Geometry& g, const GeometryLimits& l, const std::vector<DType>& indices,
-                                  const char* index_what, const std::vector<int>& ranks) {
-  if (auto b = index_breach(g, l.index_dtypes.empty() ? indices : l.index_dtypes, index_what)) return b;
-  if (auto b = rank_breach(g, l.cache_ranks.empty() ? ranks : l.cache_ranks)) return b;
+// An empty list declares no limit: a value outside the contract (a float32 index) is then a
+// validation rule's to reject, with its own code, not a limit's.
+std::optional<LimitBreach> breach(const Geometry& g, const GeometryLimits& l, const char* index_what) {
+  if (!l.index_dtypes.empty())
+    if (auto b = index_breach(g, l.index_dtypes, index_what)) return b;
+  if (!l.cache_ranks.empty())
+    if (auto b = rank_breach(g, l.cache_ranks)) return b;
   if (auto b = block_size_breach(g, l)) return b;
   return page_stride_breach(g, l);
 }
@@ -108,7 +111,7 @@ std::optional<LimitBreach> insert_limit_breach(const InsertCase& c, const Geomet
   Geometry g{c.slots.meta.dtype, c.cache.rank, c.block_size, std::nullopt, std::nullopt};
   g.page_stride_bytes = c.cache.checked_page_stride_bytes();
   if (const std::optional<RecordFormat> f = format_of(c)) g.record_bytes = layout_of(*f).record_bytes();
-  return breach(g, limits, {DType::kI64}, "slot_mapping", {3});
+  return breach(g, limits, "slot_mapping");
 }
 
 std::optional<LimitBreach> store_limit_breach(const StoreCase& c, const GeometryLimits& limits) {
@@ -116,7 +119,7 @@ std::optional<LimitBreach> store_limit_breach(const StoreCase& c, const Geometry
   // stride(0) of a uint8 cache is its page stride in bytes; metadata with no stride has none.
   if (!c.cache.strides.empty() && c.cache.dtype == DType::kU8) g.page_stride_bytes = c.cache.strides.front();
   g.record_bytes = layout_of(store_format(c)).record_bytes();
-  return breach(g, limits, {DType::kI32, DType::kI64}, "indices", {2, 3});
+  return breach(g, limits, "indices");
 }
 
 }  // namespace kvc::abi

@@ -3,8 +3,9 @@
 // Catches: a case inside the limits reported outside them (SGLang's own 2-D cache skipped, so its
 // store kernel is never checked); a case outside them reported inside (the library answers 402
 // and the suite fails it); the wrong limit named, or a number in the message that is not the
-// case's or the declared one; the contract's defaults for an empty list taken from the wrong op
-// (every store case on 2-D caches skipped); hostile metadata read out of bounds or overflowing.
+// case's or the declared one; an empty list that limits anything (a rule breaker outside the
+// contract taken for a limit when the library declared none: its validation code would never be
+// checked); hostile metadata read out of bounds or overflowing.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -137,10 +138,19 @@ TEST(AbiLimitBreach, DenseAndListedRules) {
             "page stride 65600 B: the library declares exactly bs * 1024 = 65536 B (dense pages)");
 }
 
-TEST(AbiLimitBreach, EmptyListsAreTheOpsContract) {
-  GeometryLimits any_geometry;  // no rank or index list: each op's contract
+TEST(AbiLimitBreach, EmptyListsLimitNothing) {
+  GeometryLimits any_geometry;  // no rank or index list: each op's contract, which validation enforces
   EXPECT_EQ(insert_limit_breach(insert_case(RecordFormat::kPacked528, 16, 16 * 528), any_geometry), std::nullopt);
   EXPECT_EQ(store_limit_breach(store_case(2, 16, 9792, DType::kI32), any_geometry), std::nullopt);
+  // Outside the contract is a rule breaker (131, 111, 134), answered with its code, not 402.
+  EXPECT_EQ(store_limit_breach(store_case(2, 16, 9792, DType::kF32), any_geometry), std::nullopt);
+  InsertCase int32_slots = insert_case(RecordFormat::kPacked584, 16, 9344);
+  int32_slots.slots.meta.dtype = DType::kI32;
+  EXPECT_EQ(insert_limit_breach(int32_slots, any_geometry), std::nullopt);
+  StoreCase rank4 = store_case(3, 16, 9792, DType::kI64);
+  rank4.cache.sizes.push_back(1);
+  rank4.cache.strides.push_back(1);
+  EXPECT_EQ(store_limit_breach(rank4, any_geometry), std::nullopt);
 
   GeometryLimits int32_only;
   int32_only.index_dtypes = {DType::kI32};

@@ -29,11 +29,11 @@ struct LimitBreach {
 };
 
 // The first limit an insert case breaks (slot_mapping dtype, cache rank, block size, page stride),
-// or nothing. Empty lists in `limits` are the insert ops' contract: int64 slots, a 3-D cache.
+// or nothing. A rule or list the library leaves at 0 / empty limits nothing: a value outside the
+// contract (int32 slots, a 4-D cache) is then a validation rule's to reject with its code.
 std::optional<LimitBreach> insert_limit_breach(const InsertCase& c, const GeometryLimits& limits);
 
-// The same for a store case (indices dtype, cache rank, block size, page stride); empty lists are
-// the store op's contract: int32 or int64 indices, a 2-D or 3-D cache.
+// The same for a store case (indices dtype, cache rank, block size, page stride).
 std::optional<LimitBreach> store_limit_breach(const StoreCase& c, const GeometryLimits& limits);
 
 // The one page stride the page stride rule allows for `block_size` records of `record_bytes`, or
