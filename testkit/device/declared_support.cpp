@@ -135,6 +135,18 @@ Support breaker_check(const std::string& library, const Declaration* d, ErrorCod
 Support DeclaredSupport::checks_breaker(const InsertCase& base, const InsertCase& broken, ErrorCode code) const {
   const Declaration* d = declaration_of(base);
   if (d == nullptr || !d->supported) return {};
+  // A breaker that gives the KV-only case a kv_norm weight asks the fused query: a library that
+  // declares it unsupported answers 402 (asked with the base's format and kv dtype, which the
+  // broken case may have broken too).
+  const std::int32_t broken_op = abi_op_of(broken);
+  if (broken_op != abi_op_of(base) && base.op == broken.op) {
+    const Declaration& fused = of(broken_op, abi::abi_format(*format_of(base)), base.kv.meta.dtype);
+    if (!fused.supported)
+      return {false, library_.name() + " does not implement " + op_name(asked_op(broken_op)) +
+                         ", which the broken case asks for (a call outside the declared support is answered 402 "
+                         "before any validation code): " +
+                         fused.reason};
+  }
   return breaker_check(library_.name(), d, code, abi::insert_limit_breach(broken, d->capabilities.limits));
 }
 

@@ -79,8 +79,10 @@ class DeclaredSupport {
   // `broken` breaks one rule (`code`) of `base`, a valid case the library supports. Not when the
   // library declares it does not enforce `code` ("<library> declares it does not enforce 203 (a
   // slot lies beyond num_blocks * block_size)": such a call is the caller's fault, its outcome
-  // undefined), nor when the broken case lies outside its declared geometry (it answers 402
-  // before any validation code: "<library> does not take the broken case: <limit>").
+  // undefined), nor when the broken case lies outside its declared support: a kv_norm weight
+  // given to a library that declares the fused insert unsupported, or a geometry outside its
+  // limits ("<library> does not take the broken case: <limit>"); it answers those with 402
+  // before any validation code.
   Support checks_breaker(const InsertCase& base, const InsertCase& broken, ErrorCode code) const;
   Support checks_store_breaker(const StoreCase& base, const StoreCase& broken, ErrorCode code) const;
 

@@ -80,6 +80,20 @@ TEST(DeclaredSupportPlainInsertOnly, FusedCasesAreSkippedWithTheLibrarysReasonAn
   EXPECT_TRUE(device.supports_kv_norm().supported) << "the standalone kv_norm is forwarded";
 }
 
+TEST(DeclaredSupportPlainInsertOnly, ABreakerThatAddsAKvNormWeightIsNotSentForItsCode) {
+  const DeviceBackend device(KernelLibrary::open(KVC_DOUBLE_PLAIN_INSERT_ONLY));
+  const InsertCase base = small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584);
+  InsertCase broken = base;  // the rule matrix's NormWeightOf256
+  broken.kv_norm_weight = make_tensor(DType::kBF16, {256});
+  const Support s = device.declared().checks_breaker(base, broken, ErrorCode::kNormWeightInvalid);
+  EXPECT_FALSE(s.supported);
+  EXPECT_TRUE(contains(s.reason, "does not implement kv_only_insert with kv_norm fused in front, which the broken "
+                                 "case asks for"))
+      << s.reason;
+  const DeviceBackend ours(KernelLibrary::builtin());
+  EXPECT_TRUE(ours.declared().checks_breaker(base, broken, ErrorCode::kNormWeightInvalid).supported);
+}
+
 TEST(DeclaredSupportPlainInsertOnly, ALibraryBuiltAgainst11IsAskedThePlainInsertForAFusedCase) {
   const DeviceBackend device(KernelLibrary::open(KVC_DOUBLE_PLAIN_INSERT_ONLY_ABI11));
   ASSERT_EQ(device.library().abi_version(), 1001);
