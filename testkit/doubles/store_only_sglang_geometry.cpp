@@ -27,7 +27,8 @@ namespace {
 
 constexpr const char* kName = "store_only_sglang_geometry (test double over kvconform-kernels)";
 constexpr const char* kStoreOnly =
-    "store_only_sglang_geometry implements SGLang's store op alone: store_rotated, packed584, bf16 rows (a test double)";
+    "store_only_sglang_geometry implements SGLang's store op alone: store_rotated, packed584, bf16 rows (a test "
+    "double)";
 constexpr std::int64_t kSglangUnit = 576, kPacked584Record = 584;
 
 // The declaration of the one supported combination; a static: kvc_op_support points into it.
@@ -45,7 +46,9 @@ const kvc::abi::CapabilityDeclaration& sglang_capabilities() {
   return d;
 }
 
-bool is_type(DLDataType t, std::uint8_t code, std::uint8_t bits) { return t.code == code && t.bits == bits && t.lanes == 1; }
+bool is_type(DLDataType t, std::uint8_t code, std::uint8_t bits) {
+  return t.code == code && t.bits == bits && t.lanes == 1;
+}
 
 // Why a well-formed call lies outside the declaration, or "" when it lies inside.
 std::string outside_declaration(const kvc_store_rotated_args& a) {
@@ -54,7 +57,8 @@ std::string outside_declaration(const kvc_store_rotated_args& a) {
   if (!is_type(a.indices->dtype, kDLInt, 32) && !is_type(a.indices->dtype, kDLInt, 64))
     return "indices that are neither int32 nor int64";
   const DLTensor& cache = *a.kv_cache;
-  if (cache.ndim != 2) return "a " + std::to_string(cache.ndim) + "-D cache (the library takes SGLang's 2-D cache only)";
+  if (cache.ndim != 2)
+    return "a " + std::to_string(cache.ndim) + "-D cache (the library takes SGLang's 2-D cache only)";
   const std::int64_t bs = a.block_size;
   if (bs <= 0 || (bs & (bs - 1)) != 0 || bs > (std::int64_t{1} << 32))
     return "block size " + std::to_string(bs) + " (the library takes powers of two only)";
@@ -86,7 +90,8 @@ KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
 
 KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {
   if (out == nullptr) return KVC_STATUS_BAD_ARGUMENT;
-  const bool store584 = op == KVC_OP_STORE_ROTATED && format == KVC_FORMAT_PACKED584 && is_type(kv_dtype, kDLBfloat, 16);
+  const bool store584 =
+      op == KVC_OP_STORE_ROTATED && format == KVC_FORMAT_PACKED584 && is_type(kv_dtype, kDLBfloat, 16);
   out->supported = store584 ? 1 : 0;
   out->reason = store584 ? nullptr : kStoreOnly;
   out->q_norm_rsqrt = KVC_RSQRT_CORRECTLY_ROUNDED;

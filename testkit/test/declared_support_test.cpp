@@ -87,8 +87,9 @@ TEST(DeclaredSupportPlainInsertOnly, ABreakerThatAddsAKvNormWeightIsNotSentForIt
   broken.kv_norm_weight = make_tensor(DType::kBF16, {256});
   const Support s = device.declared().checks_breaker(base, broken, ErrorCode::kNormWeightInvalid);
   EXPECT_FALSE(s.supported);
-  EXPECT_TRUE(contains(s.reason, "does not implement kv_only_insert with kv_norm fused in front, which the broken "
-                                 "case asks for"))
+  EXPECT_TRUE(contains(s.reason,
+                       "does not implement kv_only_insert with kv_norm fused in front, which the broken "
+                       "case asks for"))
       << s.reason;
   const DeviceBackend ours(KernelLibrary::builtin());
   EXPECT_TRUE(ours.declared().checks_breaker(base, broken, ErrorCode::kNormWeightInvalid).supported);
@@ -99,8 +100,7 @@ TEST(DeclaredSupportPlainInsertOnly, ALibraryBuiltAgainst11IsAskedThePlainInsert
   ASSERT_EQ(device.library().abi_version(), 1001);
   // 1.1 has no fused query: the plain insert's answer (supported) is all the suite can know.
   EXPECT_TRUE(device.supports(fused(RecordFormat::kPacked584)).supported);
-  EXPECT_TRUE(
-      device.declared().of(KVC_OP_KV_ONLY_INSERT_KV_NORM, KVC_FORMAT_PACKED584, DType::kBF16).supported);
+  EXPECT_TRUE(device.declared().of(KVC_OP_KV_ONLY_INSERT_KV_NORM, KVC_FORMAT_PACKED584, DType::kBF16).supported);
   // And its 1.2 fields, which ours fills in below it, are not read.
   EXPECT_EQ(device.declared().of(KVC_OP_KV_ONLY_INSERT, KVC_FORMAT_PACKED584, DType::kBF16).capabilities.validation,
             abi::ValidationDeclaration{});
@@ -117,8 +117,9 @@ TEST(DeclaredSupportPlainInsertDensePages, InsertCasesOutsideTheDeclaredGeometry
   EXPECT_TRUE(device.supports(matrix_case(RecordFormat::kBf16_512, 64, false)).supported);
   const Support big = device.supports(matrix_case(RecordFormat::kPacked528, 256, false));
   EXPECT_FALSE(big.supported);
-  EXPECT_TRUE(contains(big.reason, "does not take this case: block size 256 is not listed (the library declares "
-                                   "block sizes 16 and 64 only)"))
+  EXPECT_TRUE(contains(big.reason,
+                       "does not take this case: block size 256 is not listed (the library declares "
+                       "block sizes 16 and 64 only)"))
       << big.reason;
   const Support padded = device.supports(matrix_case(RecordFormat::kPacked584, 16, true));
   EXPECT_FALSE(padded.supported);

@@ -60,11 +60,13 @@ ValidationScope validation_scope(std::int32_t v) {
 }
 
 // A list's length: 1..max (0 allowed when `may_be_empty`), and a pointer to read it from.
-void check_list(const char* count_name, std::int32_t count, const void* items, const char* items_name,
-                std::int32_t max, bool may_be_empty) {
+void check_list(const char* count_name, std::int32_t count, const void* items, const char* items_name, std::int32_t max,
+                bool may_be_empty) {
   if (count < 0 || count > max || (count == 0 && !may_be_empty))
-    refuse(count_name, count, "is no list length (" + std::string(may_be_empty ? "0" : "1") + ".." + std::to_string(max) + ")");
-  if (count > 0 && items == nullptr) refuse(count_name, count, std::string("entries but ") + field(items_name) + " is NULL");
+    refuse(count_name, count,
+           "is no list length (" + std::string(may_be_empty ? "0" : "1") + ".." + std::to_string(max) + ")");
+  if (count > 0 && items == nullptr)
+    refuse(count_name, count, std::string("entries but ") + field(items_name) + " is NULL");
 }
 
 GeometryLimits read_limits(const kvc_op_support& s) {
@@ -72,7 +74,8 @@ GeometryLimits read_limits(const kvc_op_support& s) {
   l.page_stride = page_stride_rule(KVC_COVERED(s, page_stride_rule));
   if (l.page_stride == PageStrideRule::kAlignedUp) {
     const std::int32_t align = KVC_COVERED(s, page_stride_align);
-    if (align <= 0) refuse("page_stride_align", align, "with KVC_PAGE_STRIDE_ALIGNED_UP: the alignment must be > 0 bytes");
+    if (align <= 0)
+      refuse("page_stride_align", align, "with KVC_PAGE_STRIDE_ALIGNED_UP: the alignment must be > 0 bytes");
     l.page_stride_align = align;
   }
   l.block_size = block_size_rule(KVC_COVERED(s, block_size_rule));
@@ -108,7 +111,8 @@ ValidationDeclaration read_validation(const kvc_op_support& s) {
   ValidationDeclaration v;
   v.scope = validation_scope(KVC_COVERED(s, validation));
   if (v.scope != ValidationScope::kListed) return v;
-  const std::int32_t count = s.struct_size >= KVC_ABI_END_OF(kvc_op_support, enforced_codes) ? s.enforced_code_count : 0;
+  const std::int32_t count =
+      s.struct_size >= KVC_ABI_END_OF(kvc_op_support, enforced_codes) ? s.enforced_code_count : 0;
   const std::int32_t* codes = KVC_COVERED(s, enforced_codes);
   check_list("enforced_code_count", count, codes, "enforced_codes", kMaxEnforcedCodes, true);
   for (std::int32_t i = 0; i < count; ++i) {

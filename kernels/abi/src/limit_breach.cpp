@@ -20,8 +20,7 @@ struct Geometry {
 
 std::string list_of(const std::vector<std::string>& items) {
   std::string s;
-  for (std::size_t i = 0; i < items.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  for (std::size_t i = 0; i < items.size(); ++i) s += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
   return s;
 }
 
@@ -55,8 +54,8 @@ std::optional<LimitBreach> block_size_breach(const Geometry& g, const GeometryLi
         return std::nullopt;
       std::vector<std::string> names;
       for (std::int64_t s : l.block_sizes) names.push_back(std::to_string(s));
-      return LimitBreach{Limit::kBlockSize, bs + " is not listed (the library declares block sizes " +
-                                                list_of(names) + " only)"};
+      return LimitBreach{Limit::kBlockSize,
+                         bs + " is not listed (the library declares block sizes " + list_of(names) + " only)"};
     }
   }
   return std::nullopt;
@@ -67,12 +66,12 @@ std::optional<LimitBreach> page_stride_breach(const Geometry& g, const GeometryL
   const std::optional<std::int64_t> expected = declared_page_stride(l, g.block_size, *g.record_bytes);
   if (expected && *expected == *g.page_stride_bytes) return std::nullopt;
   const std::string rec = std::to_string(*g.record_bytes);
-  const std::string formula =
-      l.page_stride == PageStrideRule::kDense
-          ? "bs * " + rec
-          : "ceil(bs * " + rec + " / " + std::to_string(l.page_stride_align) + ") * " +
-                std::to_string(l.page_stride_align);
-  std::string text = "page stride " + std::to_string(*g.page_stride_bytes) + " B: the library declares exactly " + formula;
+  const std::string formula = l.page_stride == PageStrideRule::kDense
+                                  ? "bs * " + rec
+                                  : "ceil(bs * " + rec + " / " + std::to_string(l.page_stride_align) + ") * " +
+                                        std::to_string(l.page_stride_align);
+  std::string text =
+      "page stride " + std::to_string(*g.page_stride_bytes) + " B: the library declares exactly " + formula;
   if (expected)
     text += " = " + std::to_string(*expected) + " B";
   else

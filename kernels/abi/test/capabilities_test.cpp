@@ -90,8 +90,8 @@ TEST(AbiCapabilities, EveryFieldIsReadAsDeclared) {
   EXPECT_EQ(listed.limits.cache_ranks, std::vector<int>({2, 3}));
   EXPECT_EQ(listed.limits.index_dtypes, std::vector<DType>({DType::kI64}));
   EXPECT_EQ(listed.validation.scope, ValidationScope::kListed);
-  EXPECT_EQ(listed.validation.enforced, std::vector<ErrorCode>({ErrorCode::kPageStrideBelowDense,
-                                                                ErrorCode::kSlotOutOfRange}));
+  EXPECT_EQ(listed.validation.enforced,
+            std::vector<ErrorCode>({ErrorCode::kPageStrideBelowDense, ErrorCode::kSlotOutOfRange}));
   EXPECT_TRUE(listed.validation.enforces(ErrorCode::kSlotOutOfRange));
   EXPECT_FALSE(listed.validation.enforces(ErrorCode::kDuplicateSlot));
 }
