@@ -19,8 +19,10 @@
 #include "testkit/cases/registry.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
+#include "testkit/device/abi_args.h"
 #include "testkit/device/declared_support.h"
 #include "testkit/device/device_backend.h"
+#include "testkit/device/device_tensor.h"
 
 namespace kvc::testkit {
 namespace {
@@ -231,6 +233,83 @@ TEST(DeclaredSupportSglangStore, TheStoreMatrixIsLaidOutInTheLibrarysOwnLayout) 
   ASSERT_TRUE(same.c.has_value());
   EXPECT_EQ(same.c->cache.strides, sglang.cache.strides);
   EXPECT_EQ(same.c->indices.bytes, sglang.indices.bytes);
+}
+
+// ---- the doubles answer what they declare: 402 for a call outside it, before anything else ----
+//
+// Only calls outside the declarations are made: the tensors point at host memory no call reads (a
+// call inside would be forwarded to our kernels and launched).
+
+int store_call(const KernelLibrary& library, const StoreCase& c, std::string* message) {
+  std::vector<std::uint8_t> never_read(64);
+  const DeviceTensor rows(never_read.data(), c.rows.meta, 0), indices(never_read.data(), c.indices.meta, 0),
+      cache(never_read.data(), c.cache, 0);
+  const kvc_store_rotated_args a = store_rotated_args(c, rows.dl(), indices.dl(), cache.dl());
+  char error[kAbiErrorCapacity] = {0};
+  const int rc = library.abi().kvc_store_rotated(&a, nullptr, error, sizeof error);
+  *message = error;
+  return rc;
+}
+
+int kv_only_call(const KernelLibrary& library, const InsertCase& c, std::string* message) {
+  std::vector<std::uint8_t> never_read(64);
+  const DeviceTensor kv(never_read.data(), c.kv.meta, 0), slots(never_read.data(), c.slots.meta, 0),
+      positions(never_read.data(), c.positions.meta, 0), cos_sin(never_read.data(), c.cos_sin.meta, 0),
+      cache(never_read.data(), cache_meta(c.cache), 0), weight(never_read.data(), c.kv_norm_weight.meta, 0);
+  InsertCallTensors t;
+  t.kv = kv.dl();
+  t.slot_mapping = slots.dl();
+  t.position_ids = positions.dl();
+  t.cos_sin_cache = cos_sin.dl();
+  t.kv_cache = cache.dl();
+  t.kv_norm_weight = c.kv_norm_weight.present ? weight.dl() : nullptr;
+  const kvc_kv_only_insert_args a = kv_only_insert_args(c, t);
+  char error[kAbiErrorCapacity] = {0};
+  const int rc = library.abi().kvc_kv_only_insert(&a, nullptr, error, sizeof error);
+  *message = error;
+  return rc;
+}
+
+TEST(DeclaredSupportDoubles, StoreCallsTheSuiteSkipsAreAnswered402ByTheSglangDouble) {
+  const DeviceBackend device(KernelLibrary::open(KVC_DOUBLE_STORE_ONLY_SGLANG_GEOMETRY));
+  StoreCase dense = small_valid_store_case(RecordFormat::kPacked584, StorePages::kSglangFlat);
+  dense.cache.sizes = {2, 9344};
+  dense.cache.strides = {9344, 1};
+  StoreShape bs48{RecordFormat::kPacked584, StorePages::kSglangFlat, 2, 48, 0, DType::kI32};
+  const struct {
+    const char* what;
+    StoreCase c;
+    const char* message;
+  } outside[] = {
+      {"our 3-D cache", small_valid_store_case(RecordFormat::kPacked584, StorePages::kPagedView), "a 3-D cache"},
+      {"packed528", small_valid_store_case(RecordFormat::kPacked528, StorePages::kSglangFlat), "packed528"},
+      {"a dense page", dense, "page stride 9344"},
+      {"block size 48", make_store_case(bs48, policy_edge_rows(2, 3), {0, 50}), "block size 48"},
+  };
+  for (const auto& o : outside) {
+    ASSERT_FALSE(device.supports_store(o.c).supported) << o.what << ": the suite must skip it";
+    std::string message;
+    EXPECT_EQ(store_call(device.library(), o.c, &message), KVC_STATUS_UNSUPPORTED) << o.what;
+    EXPECT_TRUE(contains(message, o.message)) << o.what << ": " << message;
+  }
+  std::string message;
+  EXPECT_EQ(kv_only_call(device.library(), small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584), &message),
+            KVC_STATUS_UNSUPPORTED);
+}
+
+TEST(DeclaredSupportDoubles, FusedAndOffGeometryInsertCallsAreAnswered402) {
+  const KernelLibrary plain = KernelLibrary::open(KVC_DOUBLE_PLAIN_INSERT_ONLY);
+  std::string message;
+  EXPECT_EQ(kv_only_call(plain, fused(RecordFormat::kPacked584), &message), KVC_STATUS_UNSUPPORTED);
+  EXPECT_TRUE(contains(message, "no kv_norm fused in front")) << message;
+
+  const DeviceBackend dense(KernelLibrary::open(KVC_DOUBLE_PLAIN_INSERT_DENSE_PAGES));
+  for (const InsertCase& c :
+       {matrix_case(RecordFormat::kPacked584, 16, true), matrix_case(RecordFormat::kFp8_512, 256, false)}) {
+    ASSERT_FALSE(dense.supports(c).supported) << "the suite must skip it";
+    EXPECT_EQ(kv_only_call(dense.library(), c, &message), KVC_STATUS_UNSUPPORTED);
+    EXPECT_TRUE(contains(message, "dense pages of 16 or 64 tokens")) << message;
+  }
 }
 
 TEST(DeclaredSupportStoreStub, ZeroedCapabilityFieldsDeclareNoLimits) {
