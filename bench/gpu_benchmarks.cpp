@@ -79,7 +79,9 @@ class GpuSession {
   };
 
   GpuSession(BenchConfig config, std::vector<testkit::KernelLibrary> libraries)
-      : config_(std::move(config)), libraries_(std::move(libraries)) {}
+      : config_(std::move(config)), libraries_(std::move(libraries)) {
+    for (const testkit::KernelLibrary& l : libraries_) declared_.emplace_back(l);
+  }
 
   const std::vector<testkit::KernelLibrary>& libraries() const { return libraries_; }
   const std::vector<SummaryRow>& rows() const { return rows_; }
@@ -119,8 +121,8 @@ class GpuSession {
     return it->second;
   }
 
-  void require_support(const testkit::KernelAbi& abi, kvc_op op, RecordFormat f) {
-    const std::string why = unsupported_reason(abi, op, f);
+  void require_support(const testkit::DeclaredSupport& declared, kvc_op op, RecordFormat f) {
+    const std::string why = unsupported_reason(declared, op, f);
     if (!why.empty()) throw Unsupported(why);
   }
 
@@ -137,15 +139,15 @@ class GpuSession {
     return {};
   }
 
-  void require_support(const GpuCase& c, const testkit::KernelAbi& abi) {
+  void require_support(const GpuCase& c, const testkit::DeclaredSupport& declared) {
     switch (c.op) {
       case OpKind::kCopy: return;
-      case OpKind::kKvOnly:
-      case OpKind::kKvNormFused: return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
-      case OpKind::kLegacy: return require_support(abi, KVC_OP_LEGACY_INSERT, c.format);
+      case OpKind::kKvOnly: return require_support(declared, KVC_OP_KV_ONLY_INSERT, c.format);
+      case OpKind::kKvNormFused: return require_support(declared, KVC_OP_KV_ONLY_INSERT_KV_NORM, c.format);
+      case OpKind::kLegacy: return require_support(declared, KVC_OP_LEGACY_INSERT, c.format);
       case OpKind::kKvNormUnfused:
-        require_support(abi, KVC_OP_KV_NORM, c.format);
-        return require_support(abi, KVC_OP_KV_ONLY_INSERT, c.format);
+        require_support(declared, KVC_OP_KV_NORM, c.format);
+        return require_support(declared, KVC_OP_KV_ONLY_INSERT, c.format);
     }
   }
 
@@ -162,7 +164,7 @@ class GpuSession {
   }
 
   std::vector<double> measure(benchmark::State& state, const GpuCase& c, std::size_t library, SummaryRow& row) {
-    require_support(c, libraries_[library].abi());
+    require_support(c, declared_[library]);
     ensure_device();
     workspace_->use_tokens(c.tokens);
     const BytesMoved bytes = bytes_of(c);
@@ -221,6 +223,7 @@ class GpuSession {
 
   BenchConfig config_;
   std::vector<testkit::KernelLibrary> libraries_;
+  std::vector<testkit::DeclaredSupport> declared_;  // one per library, what it declares read once
   std::unique_ptr<GpuTimer> timer_;
   std::unique_ptr<DeviceWorkspace> workspace_;
   CopyRoofline copies_;

@@ -101,15 +101,11 @@ std::shared_ptr<AbiCall<kvc_kv_norm_args>> kv_norm_call(const testkit::KernelAbi
 
 }  // namespace
 
-std::string unsupported_reason(const testkit::KernelAbi& abi, kvc_op op, RecordFormat f) {
-  kvc_op_support support{};
-  support.struct_size = sizeof support;
+std::string unsupported_reason(const testkit::DeclaredSupport& declared, kvc_op op, RecordFormat f) {
   const int32_t format = op == KVC_OP_KV_NORM ? KVC_FORMAT_NONE : static_cast<int32_t>(f);
-  const int rc = abi.kvc_op_support_get(op, format, kvc::abi::dl_dtype(DType::kBF16), &support);
-  if (rc != KVC_STATUS_OK) return "kvc_op_support_get returned " + std::to_string(rc);
-  if (support.supported != 0) return "";
-  return std::string("the library does not implement this op: ") +
-         (support.reason != nullptr ? support.reason : "(no reason given)");
+  const testkit::Declaration& d = declared.of(op, format, DType::kBF16);
+  if (d.supported) return "";
+  return "the library does not implement this op: " + d.reason;
 }
 
 Launch kv_only_launch(const testkit::KernelAbi& abi, DeviceWorkspace& ws, RecordFormat f, bool fused_kv_norm) {

@@ -10,12 +10,14 @@
 
 #include "device_workspace.h"
 #include "gpu_timer.h"
+#include "testkit/device/declared_support.h"
 #include "testkit/device/kernel_library.h"
 
 namespace kvc::bench {
 
-// "" when the library implements `op` for format `f` with bf16 kv, else its reason.
-std::string unsupported_reason(const testkit::KernelAbi& abi, kvc_op op, RecordFormat f);
+// "" when the library declares `op` for format `f` with bf16 kv, else its reason
+// (KVC_OP_KV_ONLY_INSERT_KV_NORM: the fused insert, asked as the plain one of a library before 1.2).
+std::string unsupported_reason(const testkit::DeclaredSupport& declared, kvc_op op, RecordFormat f);
 
 // The KV-only insert of the current size into format f's cache; with `fused_kv_norm` the kv_norm
 // weight is passed (kv_norm fused in front).

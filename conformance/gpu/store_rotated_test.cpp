@@ -4,28 +4,38 @@
 // KernelMatrixStore: every packed scenario of the KV-only kernel matrix (the same token counts,
 // block sizes and page strides as gpu_kv_insert_test), its rows rotated and rounded by the oracle
 // (oracle::store_case_of) and stored twice: into the scenario's own cache with int64 indices, and
-// into SGLang's 2-D cache [pages, ceil(record * bs / 576) * 576] with int32 indices. Each time the
+// into SGLang's 2-D cache [pages, ceil(record * bs / 576) * 576] with int32 indices, each laid out
+// in the geometry the library declares where the contract allows it (declared_store_layout.h: a
+// library that declares SGLang's geometry gets both sets of rows on SGLang's cache); a layout the
+// declared limits leave no room for (a block size) is skipped naming the limit. Each time the
 // whole backing, canary included, equals the oracle's store op under the profile the library
 // declares (on a difference the policy report names the policies the bytes follow and any address
-// error); guard zones are intact and inputs unchanged; a second run writes identical bytes. On the
+// error); guard zones are intact and inputs unchanged; a second run writes identical bytes. A
+// library that refuses a case inside its declared support (402) fails with its message. On the
 // scenario's own cache the device's KV-only insert of the unrotated rows writes the same bytes as
 // its store op (kv_only_insert == RoPE, then store_rotated, on the device).
 //
 // StoreRotatedAbi: every store validation rule rejected with its code and nothing written, by the
 // host harness (ABI never called) and, for the rules a metadata-only wrapper can see, by the
-// library itself; indices the wrapper cannot see (-1, -2^62, past the cache) skipped on the device
-// without a stray byte; the profile every op declares through kvc_op_support (vllm for ours).
+// library itself, unless it declares it does not enforce the rule; indices the wrapper cannot see
+// (-1, -2^62, past the cache) skipped on the device without a stray byte (unless the library
+// declares it does not enforce 203); the profile and capabilities every op declares through
+// kvc_op_support (vllm, no limits and every code for ours).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "testkit/device/gpu_test_support.h"
+#include "kvc/abi/enum_mapping.h"
 #include "testkit/cases/registry.h"
 #include "kvc/profile.h"
 #include "kvc/oracle/store_rotated.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/policy_report.h"
+#include "testkit/cases/declared_store_layout.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
 #include "testkit/cases/test_name.h"
@@ -71,6 +81,26 @@ StoreCase on_sglang_cache(const StoreCase& ours) {
          << testkit::check_store_under_profile(c, declared, initial, actual, device.name()).text;
 }
 
+// run_store of a valid case: accepted, or a failure carrying the status, or the library's
+// message when it refused the call (402 for a case inside its declared support, 401, 403).
+::testing::AssertionResult stored(testkit::DeviceBackend& device, const StoreCase& c,
+                                  std::vector<std::uint8_t>& backing) {
+  try {
+    const Status s = device.run_store(c, backing);
+    if (!s.ok()) return ::testing::AssertionFailure() << "a valid store case was rejected: " << s.ToString();
+  } catch (const testkit::KernelCallError& e) {
+    return ::testing::AssertionFailure() << "the library refused a case inside its declared support: " << e.what();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A store case of the scenario, in the library's declared layout, and what to call it.
+struct StoreTarget {
+  StoreCase c;
+  std::string name;
+  bool scenario_cache;  // the KV-only scenario's own cache, unchanged: the insert writes the same backing
+};
+
 class KernelMatrixStore : public ::testing::TestWithParam<cases::ConformanceSpec> {};
 
 TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterministicAndEqualsKvOnly) {
@@ -79,28 +109,46 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
   const InsertCase kv_only = cases::build_kv_only(spec, 0);
   testkit::DeviceBackend device = gpu::make_backend();
   const StoreCase ours = oracle::store_case_of(kv_only);
-  const testkit::Support support = device.supports_store(ours);
-  if (!support.supported) GTEST_SKIP() << support.reason;
+  // The entry point and the format first; the geometry is what the layouts below adapt.
+  if (device.library().abi().kvc_store_rotated == nullptr || !device.declared().declaration_of(ours)->supported)
+    GTEST_SKIP() << device.supports_store(ours).reason;
+  const abi::GeometryLimits& limits = device.declared().declaration_of(ours)->capabilities.limits;
+  std::vector<StoreTarget> targets;
+  std::string outside;
+  for (const StoreCase& c : {ours, on_sglang_cache(ours)}) {
+    const std::string cache = c.cache.rank() == 2 ? " on SGLang's cache, int32 indices" : "";
+    const testkit::DeclaredStoreLayout laid = testkit::in_declared_layout(c, limits);
+    if (!laid.c) {
+      outside += "\n  " + spec.name() + cache + ": " + laid.why_not;
+      continue;
+    }
+    const std::string layout =
+        laid.relaid ? " in the library's layout (" + testkit::store_layout_name(*laid.c) + ")" : std::string();
+    targets.push_back({*laid.c, spec.name() + cache + layout, c.cache.rank() == 3 && !laid.relaid});
+  }
+  if (targets.empty()) GTEST_SKIP() << device.library().name() << " does not take these cases:" << outside;
+  if (!outside.empty()) std::printf("skipped, outside the declared geometry:%s\n", outside.c_str());
   // The device's two ops can be compared when the library has both under one rotating profile.
   const bool compare_with_insert = device.supports(kv_only).supported &&
                                    device.declared_profile(kv_only) == device.declared_store_profile(ours) &&
                                    device.declared_store_profile(ours).rope == kvc::RopePolicy::kRotate;
 
-  for (const StoreCase& c : {ours, on_sglang_cache(ours)}) {
-    const std::string name = spec.name() + (c.cache.rank() == 2 ? " on SGLang's cache, int32 indices" : "");
-    SCOPED_TRACE(name);
+  for (const StoreTarget& target : targets) {
+    const StoreCase& c = target.c;
+    SCOPED_TRACE(target.name);
+    const testkit::Support inside = device.supports_store(c);
+    ASSERT_TRUE(inside.supported) << "a layout inside the declared limits must be supported: " << inside.reason;
     const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
     std::vector<std::uint8_t> first = initial;
-    const Status s = device.run_store(c, first);
-    ASSERT_TRUE(s.ok()) << "a valid store case was rejected: " << s.ToString();
+    ASSERT_TRUE(stored(device, c, first));
     ASSERT_TRUE(gpu::clean(device));
-    EXPECT_TRUE(store_matches_oracle(device, c, initial, first, name));
+    EXPECT_TRUE(store_matches_oracle(device, c, initial, first, target.name));
     std::vector<std::uint8_t> second = initial;
-    ASSERT_TRUE(device.run_store(c, second).ok());
+    ASSERT_TRUE(stored(device, c, second));
     EXPECT_TRUE(gpu::clean(device));
-    EXPECT_TRUE(first == second) << name << ": two runs wrote different bytes";
+    EXPECT_TRUE(first == second) << target.name << ": two runs wrote different bytes";
 
-    if (compare_with_insert && c.cache.rank() == 3) {  // the KV-only case's cache: the two ops agree
+    if (compare_with_insert && target.scenario_cache) {  // the KV-only case's cache: the two ops agree
       InsertOutputs via_insert = testkit::make_outputs(kv_only);
       ASSERT_EQ(via_insert.cache.size(), first.size());
       ASSERT_TRUE(device.run(kv_only, via_insert).ok());
@@ -132,19 +180,31 @@ class StoreRotatedAbi : public ::testing::TestWithParam<StoreRuleCell> {};
 TEST_P(StoreRotatedAbi, RejectedWithItsCodeByTheHarnessAndByTheLibraryNothingWritten) {
   KVC_REQUIRE_CUDA_DEVICE();
   const StoreRuleCell& cell = GetParam();
+  const StoreCase base = testkit::small_valid_store_case(cell.format, cell.pages);
+  {
+    const testkit::DeviceBackend probe = gpu::make_backend();
+    if (const testkit::Support s = probe.supports_store(base); !s.supported) GTEST_SKIP() << s.reason;
+  }
   for (bool host_validation : {true, false}) {
     SCOPED_TRACE(host_validation ? "host validation" : "the library's own validation");
     if (!host_validation && host_only_breakers().count(cell.breaker->name)) continue;
-    StoreCase c = testkit::small_valid_store_case(cell.format, cell.pages);
+    StoreCase c = base;
     std::vector<std::uint8_t> backing = testkit::make_store_backing(c);
     cell.breaker->apply(c, backing);
     testkit::DeviceBackendOptions options;
     options.host_validation = host_validation;
     testkit::DeviceBackend device = gpu::make_backend(options);
-    if (!device.supports_store(testkit::small_valid_store_case(cell.format, cell.pages)).supported)
-      GTEST_SKIP() << device.supports_store(testkit::small_valid_store_case(cell.format, cell.pages)).reason;
+    // Last in the loop: the harness half above has been checked either way.
+    if (!host_validation)
+      if (const testkit::Support s = device.declared().checks_store_breaker(base, c, cell.breaker->code); !s.supported)
+        GTEST_SKIP() << s.reason;
     const std::vector<std::uint8_t> before = backing;
-    const Status s = device.run_store(c, backing);
+    Status s;
+    try {
+      s = device.run_store(c, backing);
+    } catch (const testkit::KernelCallError& e) {
+      ADD_FAILURE() << "the library must answer E" << static_cast<int>(cell.breaker->code) << ": " << e.what();
+    }
     EXPECT_EQ(s.code, cell.breaker->code) << s.ToString();
     EXPECT_EQ(device.last_checks().abi_called, !host_validation);
     EXPECT_TRUE(gpu::clean(device));
@@ -170,9 +230,13 @@ TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
     options.host_validation = false;
     testkit::DeviceBackend device = gpu::make_backend(options);
     if (!device.supports_store(skipped).supported) GTEST_SKIP() << device.supports_store(skipped).reason;
+    // An index past the capacity breaks 203: only a library that enforces it must survive it.
+    if (const testkit::Support s = device.declared().checks_store_breaker(skipped, c, ErrorCode::kSlotOutOfRange);
+        !s.supported)
+      GTEST_SKIP() << s.reason;
     const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
     std::vector<std::uint8_t> actual = initial;
-    ASSERT_TRUE(device.run_store(c, actual).ok()) << "metadata is valid: the library must accept the call";
+    ASSERT_TRUE(stored(device, c, actual)) << "metadata is valid: the library must accept the call";
     // Stray writes are never excused by a profile (docs/contract.md §6.3): name the row behind each.
     std::vector<std::int64_t> slots;
     for (std::int64_t t = 0; t < c.num_rows(); ++t) slots.push_back(c.index(t));
@@ -185,29 +249,59 @@ TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
   }
 }
 
+// "no limits, every validation code", or what the declaration limits and leaves unenforced.
+std::string capabilities_text(const abi::Capabilities& c) {
+  std::vector<std::string> parts;
+  const abi::GeometryLimits& l = c.limits;
+  if (l.page_stride == abi::PageStrideRule::kAlignedUp)
+    parts.push_back("page stride aligned up to " + std::to_string(l.page_stride_align) + " B");
+  if (l.page_stride == abi::PageStrideRule::kDense) parts.push_back("dense pages");
+  if (l.block_size == abi::BlockSizeRule::kPowerOfTwo) parts.push_back("power-of-two block sizes");
+  if (l.block_size == abi::BlockSizeRule::kListed)
+    parts.push_back(std::to_string(l.block_sizes.size()) + " listed block sizes");
+  for (int r : l.cache_ranks) parts.push_back(std::to_string(r) + "-D caches");
+  for (DType t : l.index_dtypes) parts.push_back(std::string(abi::index_dtype_name(t)) + " indices");
+  if (c.validation.scope == abi::ValidationScope::kNone) parts.push_back("validates nothing");
+  if (c.validation.scope == abi::ValidationScope::kListed)
+    parts.push_back("enforces " + std::to_string(c.validation.enforced.size()) + " listed codes");
+  if (parts.empty()) return " no limits, every validation code";
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? " " : ", ") + p;
+  return s;
+}
+
 TEST(StoreRotatedAbi, EveryOpDeclaresItsProfile) {
   // Host code only (kvc_op_support_get): runs without a device too.
   const testkit::DeviceBackend device(gpu::kernel_library());
+  const bool ours = device.library().name().rfind("kvconform-kernels", 0) == 0;
   std::printf("%s declares, per op and format:\n", device.name().c_str());
-  for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy})
+  for (std::int32_t op : {KVC_OP_KV_ONLY_INSERT, KVC_OP_KV_ONLY_INSERT_KV_NORM, KVC_OP_LEGACY_INSERT})
     for (RecordFormat f : kAllFormats) {
-      const InsertCase c = testkit::small_valid_case(op, f);
-      const kvc::Profile p = device.declared_profile(c);
-      std::printf("  %s %s: %s\n", op == InsertOp::kLegacy ? "legacy_insert" : "kv_only_insert",
-                  std::string(layout_of(f).name).c_str(), kvc::profile_name(p).c_str());
-      if (device.library().name().rfind("kvconform-kernels", 0) == 0) {
-        EXPECT_EQ(p, kvc::vllm_profile()) << "our kernels implement the contract";
+      const testkit::Declaration& d = device.declared().of(op, abi::abi_format(f), DType::kBF16);
+      std::printf("  %s %s: %s\n", testkit::DeclaredSupport::op_name(op).c_str(),
+                  std::string(layout_of(f).name).c_str(),
+                  d.supported ? (kvc::profile_name(d.profile) + ";" + capabilities_text(d.capabilities)).c_str()
+                              : ("unsupported: " + d.reason).c_str());
+      if (ours) {
+        EXPECT_TRUE(d.supported) << "our kernels implement every insert, the fused kv_norm included: " << d.reason;
+        EXPECT_EQ(d.profile, kvc::vllm_profile()) << "our kernels implement the contract";
+        EXPECT_EQ(d.capabilities.limits, abi::GeometryLimits{}) << "our kernels take every geometry";
+        EXPECT_EQ(d.capabilities.validation.scope, abi::ValidationScope::kAll);
       }
     }
   for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
     const StoreCase c = testkit::small_valid_store_case(f, testkit::StorePages::kSglangFlat);
     const testkit::Support s = device.supports_store(c);
     const kvc::Profile p = device.declared_store_profile(c);
-    std::printf("  store_rotated %s: %s (%s)\n", std::string(layout_of(f).name).c_str(), kvc::profile_name(p).c_str(),
-                s.supported ? "supported" : s.reason.c_str());
-    if (device.library().name().rfind("kvconform-kernels", 0) == 0) {
+    const testkit::Declaration& d = *device.declared().declaration_of(c);
+    std::printf("  store_rotated %s: %s (%s)%s\n", std::string(layout_of(f).name).c_str(), kvc::profile_name(p).c_str(),
+                s.supported ? "supported" : s.reason.c_str(),
+                d.supported ? capabilities_text(d.capabilities).c_str() : "");
+    if (ours) {
       EXPECT_TRUE(s.supported) << s.reason;
       EXPECT_EQ(p, kvc::vllm_profile());
+      EXPECT_EQ(d.capabilities.limits, abi::GeometryLimits{});
+      EXPECT_EQ(d.capabilities.validation.scope, abi::ValidationScope::kAll);
     }
   }
 }

@@ -201,6 +201,7 @@ const char* unsupported_reason(int32_t op, std::optional<RecordFormat> cache_for
   const bool bf16_or_fp16 = bf16 || dtype == DType::kF16;
   switch (op) {
     case KVC_OP_KV_ONLY_INSERT:
+    case KVC_OP_KV_ONLY_INSERT_KV_NORM:  // the same kernels, with kv_norm fused in front (kv_insert.cu)
       if (!cache_format) return "unknown cache format";
       return bf16 ? nullptr : "the KV-only insert takes bf16 rows only (docs/contract.md §4)";
     case KVC_OP_LEGACY_INSERT:
@@ -238,6 +239,10 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   out->reason = nullptr;
   // Every op follows the contract's policies: profile vllm (written for callers of ABI 1.1+).
   kvc::abi::declare_policies(kvc::vllm_profile(), out);
+  // No geometry limits beyond the contract's, and every validation code (for callers of 1.2+):
+  // the wrapper validates each call with the contract's own rules (validate_insert, strict).
+  static const kvc::abi::CapabilityDeclaration contract_capabilities;
+  contract_capabilities.declare(out);
   out->reason = kvc::kernels::abi_wrapper::unsupported_reason(op, kvc::abi::record_format_of(format),
                                                               kvc::abi::dtype_of(kv_dtype));
   out->supported = out->reason == nullptr ? 1 : 0;

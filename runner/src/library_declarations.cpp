@@ -6,18 +6,17 @@
 #include <stdexcept>
 #include <string>
 
-#include "kvc/abi/dl_dtype.h"
 #include "kvc/contract.h"
 #include "kvc/profile.h"
-#include "testkit/backends/abi_profile.h"
+#include "testkit/device/declared_support.h"
 
 namespace kvc::runner {
 namespace {
 
 std::int32_t abi_op_code(AbiOp op) {
   switch (op) {
-    case AbiOp::kKvOnly:
-    case AbiOp::kKvOnlyKvNorm: return KVC_OP_KV_ONLY_INSERT;
+    case AbiOp::kKvOnly: return KVC_OP_KV_ONLY_INSERT;
+    case AbiOp::kKvOnlyKvNorm: return KVC_OP_KV_ONLY_INSERT_KV_NORM;  // asked as kv_only before ABI 1.2
     case AbiOp::kLegacy: return KVC_OP_LEGACY_INSERT;
     case AbiOp::kKvNorm: return KVC_OP_KV_NORM;
     case AbiOp::kStoreRotated: return KVC_OP_STORE_ROTATED;
@@ -37,10 +36,10 @@ Export exported(const testkit::KernelLibrary& library, AbiOp op) {
   return Export::kExported;
 }
 
-OpDeclaration declaration(const testkit::KernelLibrary& library, AbiOp op) {
+OpDeclaration declaration(const testkit::DeclaredSupport& declared, AbiOp op) {
   OpDeclaration d;
   d.op = op;
-  d.exported = exported(library, op);
+  d.exported = exported(declared.library(), op);
   std::vector<std::optional<RecordFormat>> formats;
   if (has_cache_format(op))
     formats.assign(kAllFormats.begin(), kAllFormats.end());
@@ -48,23 +47,20 @@ OpDeclaration declaration(const testkit::KernelLibrary& library, AbiOp op) {
     formats.push_back(std::nullopt);
   for (DType dtype : {DType::kBF16, DType::kF16}) {
     for (const std::optional<RecordFormat>& format : formats) {
-      kvc_op_support s{};
-      s.struct_size = sizeof s;
       const std::int32_t format_code = format ? static_cast<std::int32_t>(*format) : KVC_FORMAT_NONE;
-      if (library.abi().kvc_op_support_get(abi_op_code(op), format_code, abi::dl_dtype(dtype), &s) != KVC_STATUS_OK ||
-          !s.supported)
-        continue;
-      const std::string dtype_name = dtype == DType::kF16 ? "fp16" : "bf16";
-      d.supported.push_back(format ? std::string(layout_of(*format).name) + "/" + dtype_name : dtype_name);
       std::string profile;
       try {
-        kvc::Profile p = testkit::profile_from_op_support(s, library.abi_version(), abi_op_code(op));
+        const testkit::Declaration& s = declared.of(abi_op_code(op), format_code, dtype);
+        if (!s.supported) continue;
+        kvc::Profile p = s.profile;
         if (has_norm(op) && p.rsqrt == RsqrtMode::kApproximate) d.approximate_rsqrt = true;
         if (!has_norm(op)) p.rsqrt = RsqrtMode::kCorrectlyRounded;
         profile = kvc::profile_name(p);
-      } catch (const std::runtime_error& e) {
+      } catch (const testkit::DeclarationError& e) {
         profile = std::string("unreadable: ") + e.what();
       }
+      const std::string dtype_name = dtype == DType::kF16 ? "fp16" : "bf16";
+      d.supported.push_back(format ? std::string(layout_of(*format).name) + "/" + dtype_name : dtype_name);
       if (has_cache_format(op) && std::count(d.profiles.begin(), d.profiles.end(), profile) == 0)
         d.profiles.push_back(profile);
     }
@@ -75,8 +71,9 @@ OpDeclaration declaration(const testkit::KernelLibrary& library, AbiOp op) {
 }  // namespace
 
 std::vector<OpDeclaration> library_declarations(const testkit::KernelLibrary& library) {
+  const testkit::DeclaredSupport declared(library);
   std::vector<OpDeclaration> out;
-  for (AbiOp op : kAllAbiOps) out.push_back(declaration(library, op));
+  for (AbiOp op : kAllAbiOps) out.push_back(declaration(declared, op));
   return out;
 }
 

@@ -1,7 +1,9 @@
 // library_declarations.h: what a kernel library exports and declares, per ABI op (op_coverage.h).
 //
-// Read through kvc_op_support_get for every format (none for kv_norm and stacked_ctx_kv) and kv
-// dtype (bf16, fp16) of each op: host code, no device needed. The profile listed is the one the
+// Read through testkit's DeclaredSupport (kvc_op_support_get) for every format (none for kv_norm
+// and stacked_ctx_kv) and kv dtype (bf16, fp16) of each op: host code, no device needed. The fused
+// kv_norm is its own query (KVC_OP_KV_ONLY_INSERT_KV_NORM) since ABI 1.2; a library built before
+// shares the plain insert's answer. The profile listed is the one the
 // supported combinations declare (its rsqrt only for the ops with a norm: legacy's q-norm, the
 // fused and the standalone kv_norm); the ops without a cache format list no profile, since the
 // cache policies do not concern them.

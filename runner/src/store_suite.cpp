@@ -10,6 +10,7 @@
 #include "kvc/oracle/store_rotated.h"
 #include "recording_backend.h"
 #include "stopwatch.h"
+#include "testkit/cases/declared_store_layout.h"
 #include "testkit/cases/registry.h"
 #include "testkit/cases/store_cases.h"
 #include "testkit/compare/policy_report.h"
@@ -50,9 +51,22 @@ std::int64_t compared_bytes(const testkit::BackendCheck& result, const testkit::
   return static_cast<std::int64_t>(written.size());
 }
 
-void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& c, bool repeat,
+void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& given, bool repeat,
                  CheckResult& r) {
   r.add_bytes(AbiOp::kStoreRotated, 0);
+  // The entry point and the format first; then the case in the library's declared geometry where
+  // the contract allows it (SGLang's 2-D cache for a library that takes nothing else).
+  if (device.library().abi().kvc_store_rotated == nullptr || !device.declared().declaration_of(given)->supported) {
+    skip(r, device.supports_store(given).reason);
+    return;
+  }
+  const testkit::DeclaredStoreLayout laid =
+      testkit::in_declared_layout(given, device.declared().declaration_of(given)->capabilities.limits);
+  if (!laid.c) {
+    skip(r, "the library does not take this case: " + laid.why_not);
+    return;
+  }
+  const StoreCase& c = *laid.c;
   if (const testkit::Support s = device.supports_store(c); !s.supported) {
     skip(r, s.reason);
     return;
@@ -61,15 +75,18 @@ void store_check(const RunOptions& options, testkit::DeviceBackend& device, cons
   judge_library_call(r, [&] {
     const testkit::BackendCheck result = testkit::check_backend_store(recorder, c);
     r.add_bytes(AbiOp::kStoreRotated, compared_bytes(result, device, recorder.last_store()));
+    const std::string layout =
+        laid.relaid ? "in the library's declared layout (" + testkit::store_layout_name(c) + "): " : std::string();
     if (!result.passed) {
-      fail(r, result.text);
+      fail(r, layout + result.text);
       return;
     }
     if (!repeat || !result.backend_status.ok()) return;
     const std::vector<std::uint8_t> first = recorder.last_store();
     std::vector<std::uint8_t> second = testkit::make_store_backing(c);
     (void)device.run_store(c, second);
-    if (first != second) fail(r, "a second run wrote different bytes (the result depends on timing or the grid)");
+    if (first != second)
+      fail(r, layout + "a second run wrote different bytes (the result depends on timing or the grid)");
   });
 }
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "testkit/backends/abi_profile.h"
+#include "kvc/abi/enum_mapping.h"
 #include "testkit/backends/backing.h"
 #include "testkit/device/guarded_tensors.h"
 #include "kvc/validate.h"
@@ -15,22 +15,7 @@
 namespace kvc::testkit {
 namespace {
 
-bool has_dl_dtype(DType t) { return dtype_size(t) != 0; }
-
 bool in_place_q(const InsertCase& c) { return c.op == InsertOp::kLegacy && format_of(c) == RecordFormat::kBf16_512; }
-
-const char* op_name(std::int32_t op) {
-  switch (op) {
-    case KVC_OP_KV_ONLY_INSERT: return "kv_only_insert";
-    case KVC_OP_LEGACY_INSERT: return "legacy_insert";
-    case KVC_OP_KV_NORM: return "kv_norm";
-  }
-  return "unknown op";
-}
-
-RsqrtMode rsqrt_mode_of(std::int32_t declared) {
-  return declared == KVC_RSQRT_APPROXIMATE ? RsqrtMode::kApproximate : RsqrtMode::kCorrectlyRounded;
-}
 
 }  // namespace
 
@@ -41,7 +26,7 @@ std::string DeviceRunChecks::to_string() const {
 }
 
 DeviceBackend::DeviceBackend(KernelLibrary library, DeviceBackendOptions options)
-    : library_(std::move(library)), options_(options) {}
+    : library_(std::move(library)), options_(options), declared_(library_) {}
 
 std::string DeviceBackend::name() const { return "device:" + library_.describe(); }
 
@@ -50,62 +35,38 @@ void* DeviceBackend::stream() {
   return stream_->get();
 }
 
-kvc_op_support DeviceBackend::query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const {
-  const auto key = std::make_tuple(op, format, kv_dtype.code, kv_dtype.bits);
-  if (auto it = support_cache_.find(key); it != support_cache_.end()) return it->second;
-  kvc_op_support s{};
-  s.struct_size = sizeof s;
-  const int rc = library_.abi().kvc_op_support_get(op, format, kv_dtype, &s);
-  if (rc != KVC_STATUS_OK) {
-    s.supported = 0;
-    s.reason = "kvc_op_support_get failed";
-  }
-  support_cache_.emplace(key, s);
-  return s;
-}
-
 Support DeviceBackend::supports(const InsertCase& c) const {
   // An invalid case is always "supported": run() rejects it on the host with its code and never
   // calls the library, so what the library implements does not matter (a kv of float32 is not
   // an unsupported dtype, it is a rejected call).
   if (!validate_insert(c, ValidationLevel::kStrict).ok()) return {};
-  const auto format = format_of(c);
-  if ((c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy) || !format || !has_dl_dtype(c.kv.meta.dtype)) return {};
-  const std::int32_t op = c.op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
-  const kvc_op_support s = query_support(op, static_cast<std::int32_t>(*format), dl_dtype(c.kv.meta.dtype));
-  if (s.supported) return {};
-  return {false, library_.name() + " does not implement " + op_name(op) + " for " +
-                     std::string(layout_of(*format).name) + " with " + dtype_name(c.kv.meta.dtype) +
-                     " kv: " + (s.reason ? s.reason : "(no reason given)")};
+  return declared_.insert_support(c);
 }
 
 Support DeviceBackend::supports_kv_norm() const {
-  const kvc_op_support s = query_support(KVC_OP_KV_NORM, KVC_FORMAT_NONE, dl_dtype(DType::kBF16));
-  if (s.supported) return {};
-  return {false, library_.name() + " does not implement kv_norm: " + (s.reason ? s.reason : "(no reason given)")};
+  const Declaration& d = declared_.of(KVC_OP_KV_NORM, KVC_FORMAT_NONE, DType::kBF16);
+  if (d.supported) return {};
+  return {false, library_.name() + " does not implement kv_norm: " + d.reason};
 }
 
 RsqrtMode DeviceBackend::kv_norm_rsqrt_mode() const {
-  return rsqrt_mode_of(query_support(KVC_OP_KV_NORM, KVC_FORMAT_NONE, dl_dtype(DType::kBF16)).kv_norm_rsqrt);
+  return declared_.of(KVC_OP_KV_NORM, KVC_FORMAT_NONE, DType::kBF16).rsqrt.kv_norm;
 }
 
 RsqrtModes DeviceBackend::rsqrt_modes(const InsertCase& c) const {
-  const auto format = format_of(c);
-  const std::int32_t op = c.op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
-  if (!format || !has_dl_dtype(c.kv.meta.dtype)) return {};
-  const kvc_op_support s = query_support(op, static_cast<std::int32_t>(*format), dl_dtype(c.kv.meta.dtype));
-  return {rsqrt_mode_of(s.q_norm_rsqrt), rsqrt_mode_of(s.kv_norm_rsqrt)};
+  const Declaration* d = declared_.declaration_of(c);
+  return d != nullptr ? d->rsqrt : RsqrtModes{};
 }
 
 RsqrtMode DeviceBackend::rsqrt_mode(InsertOp op, bool q_norm) const {
   // The Backend interface asks per op; a library declares per (op, format, dtype). Report the
   // approximation when any bf16 format of the op declares it: the checker then accepts rows
-  // within its window, which is exact-or-better for formats that round correctly.
-  const std::int32_t abi_op = op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
+  // within its window, which is exact-or-better for formats that round correctly. The KV-only
+  // op's norm is the fused kv_norm, declared by its own query.
+  const std::int32_t abi_op = op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT_KV_NORM;
   for (RecordFormat f : kAllFormats) {
-    const kvc_op_support s = query_support(abi_op, static_cast<std::int32_t>(f), dl_dtype(DType::kBF16));
-    if (!s.supported) continue;
-    if (rsqrt_mode_of(q_norm ? s.q_norm_rsqrt : s.kv_norm_rsqrt) == RsqrtMode::kApproximate)
+    const Declaration& d = declared_.of(abi_op, abi::abi_format(f), DType::kBF16);
+    if (d.supported && (q_norm ? d.rsqrt.q_norm : d.rsqrt.kv_norm) == RsqrtMode::kApproximate)
       return RsqrtMode::kApproximate;
   }
   return RsqrtMode::kCorrectlyRounded;
@@ -243,29 +204,18 @@ Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, fl
 }
 
 kvc::Profile DeviceBackend::declared_profile(const InsertCase& c) const {
-  const auto format = format_of(c);
-  if ((c.op != InsertOp::kKvOnly && c.op != InsertOp::kLegacy) || !format || !has_dl_dtype(c.kv.meta.dtype))
-    return Backend::declared_profile(c);
-  const std::int32_t op = c.op == InsertOp::kLegacy ? KVC_OP_LEGACY_INSERT : KVC_OP_KV_ONLY_INSERT;
-  const kvc_op_support s = query_support(op, static_cast<std::int32_t>(*format), dl_dtype(c.kv.meta.dtype));
-  return profile_from_op_support(s, library_.abi_version(), op);
+  const Declaration* d = declared_.declaration_of(c);
+  return d != nullptr ? d->profile : Backend::declared_profile(c);
 }
 
 Support DeviceBackend::supports_store(const StoreCase& c) const {
-  if (library_.abi().kvc_store_rotated == nullptr)
-    return {false, library_.name() + " does not export kvc_store_rotated (the store op is optional since ABI 1.1)"};
-  if (!validate_store_rotated(c, ValidationLevel::kStrict).ok()) return {};  // rejected on the host
-  const RecordFormat f = store_format(c);
-  const kvc_op_support s = query_support(KVC_OP_STORE_ROTATED, static_cast<std::int32_t>(f), dl_dtype(DType::kBF16));
-  if (s.supported) return {};
-  return {false, library_.name() + " does not implement store_rotated for " + std::string(layout_of(f).name) + ": " +
-                     (s.reason ? s.reason : "(no reason given)")};
+  if (library_.abi().kvc_store_rotated == nullptr) return declared_.store_support(c);  // names the missing export
+  if (!validate_store_rotated(c, ValidationLevel::kStrict).ok()) return {};            // rejected on the host
+  return declared_.store_support(c);
 }
 
 kvc::Profile DeviceBackend::declared_store_profile(const StoreCase& c) const {
-  const kvc_op_support s =
-      query_support(KVC_OP_STORE_ROTATED, static_cast<std::int32_t>(store_format(c)), dl_dtype(DType::kBF16));
-  return profile_from_op_support(s, library_.abi_version(), KVC_OP_STORE_ROTATED);
+  return declared_.declaration_of(c)->profile;
 }
 
 Status DeviceBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) {

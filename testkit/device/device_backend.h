@@ -20,17 +20,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/kernel_abi.h"
 #include "testkit/backends/backend.h"
 #include "testkit/device/abi_args.h"
+#include "testkit/device/declared_support.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
 #include "testkit/device/owned_stream.h"
@@ -73,12 +72,6 @@ struct DeviceRunChecks {
   std::string to_string() const;  // one damage per line
 };
 
-// The rsqrt each norm of an (op, format, kv dtype) uses, as the library declares it.
-struct RsqrtModes {
-  RsqrtMode q_norm = RsqrtMode::kCorrectlyRounded;
-  RsqrtMode kv_norm = RsqrtMode::kCorrectlyRounded;
-};
-
 class GuardedTensors;
 
 class DeviceBackend final : public Backend {
@@ -89,16 +82,18 @@ class DeviceBackend final : public Backend {
 
   // "device:<library name> (<origin>, ABI x.y)"
   std::string name() const override;
-  // kvc_op_support_get for the case's op, format and kv dtype; cases the ABI could not even
-  // describe (no format for the cache dtype, an unknown op) are "supported" so that their
-  // rejection is tested.
+  // What the library declares for the case's op (the fused kv_norm query for a KV-only case with
+  // a kv_norm weight), format and kv dtype, then whether the case lies inside its declared
+  // geometry (DeclaredSupport::insert_support: the reason names the limit). Invalid cases, and
+  // cases the ABI could not even describe (no format for the cache dtype, an unknown op), are
+  // "supported" so that their rejection is tested.
   Support supports(const InsertCase& c) const override;
   RsqrtMode rsqrt_mode(InsertOp op, bool q_norm) const override;
   // The profile the library declares for the case's (op, format, kv dtype) (abi_profile.h).
   kvc::Profile declared_profile(const InsertCase& c) const override;
   // The store op through the optional entry point kvc_store_rotated, with run()'s host
   // validation, guard zones, input and rejection checks; unsupported when the library does not
-  // export it or declares the format unsupported.
+  // export it, declares the format unsupported or the case outside its declared geometry.
   Support supports_store(const StoreCase& c) const override;
   Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override;
   kvc::Profile declared_store_profile(const StoreCase& c) const override;
@@ -118,11 +113,12 @@ class DeviceBackend final : public Backend {
   const DeviceRunChecks& last_checks() const { return checks_; }
   DeviceBackendOptions& options() { return options_; }
   const KernelLibrary& library() const { return library_; }
+  // Everything the library declares (support, profiles, limits, validation scope), read once.
+  const DeclaredSupport& declared() const { return declared_; }
   // ABI op calls made so far (kvc_kv_only_insert, kvc_legacy_insert, kvc_kv_norm).
   std::int64_t abi_calls() const { return abi_calls_; }
 
  private:
-  kvc_op_support query_support(std::int32_t op, std::int32_t format, DLDataType kv_dtype) const;
   // One ABI op call on the backend's stream: op(stream, error, capacity) returns its status.
   using AbiOpCall = std::function<int(void* stream, char* error, std::size_t error_capacity)>;
   // Calls the op, synchronises, checks `call`'s buffers into checks_ and maps the status
@@ -138,7 +134,7 @@ class DeviceBackend final : public Backend {
   std::optional<OwnedStream> stream_;
   DeviceRunChecks checks_;
   std::int64_t abi_calls_ = 0;
-  mutable std::map<std::tuple<std::int32_t, std::int32_t, std::uint8_t, std::uint8_t>, kvc_op_support> support_cache_;
+  DeclaredSupport declared_;
 };
 
 }  // namespace kvc::testkit

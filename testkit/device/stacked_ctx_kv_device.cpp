@@ -73,7 +73,7 @@ bool wants_stacked_params(const StackedCtxKvCase& c, StackedParamsPolicy policy)
 
 }  // namespace
 
-StackedCtxKvDevice::StackedCtxKvDevice(KernelLibrary library) : library_(std::move(library)) {}
+StackedCtxKvDevice::StackedCtxKvDevice(KernelLibrary library) : library_(std::move(library)), declared_(library_) {}
 
 void* StackedCtxKvDevice::stream() {
   if (!stream_) stream_.emplace();
@@ -85,13 +85,10 @@ Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {
     return {false, library_.describe() + " does not export kvc_stacked_ctx_kv"};
   const DType d = c.storage_dtype();
   if (d != DType::kBF16 && d != DType::kF16) return {};  // a rejected case: its code is what is tested
-  kvc_op_support s{};
-  s.struct_size = sizeof s;
-  if (library_.abi().kvc_op_support_get(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, dl_dtype(d), &s) != KVC_STATUS_OK)
-    return {false, library_.describe() + ": kvc_op_support_get failed for the stacked context-KV op"};
-  if (s.supported) return {};
+  const Declaration& declared = declared_.of(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, d);
+  if (declared.supported) return {};
   return {false, library_.describe() + " does not implement the stacked context-KV op for " +
-                     (d == DType::kF16 ? "fp16" : "bf16") + ": " + (s.reason ? s.reason : "(no reason given)")};
+                     (d == DType::kF16 ? "fp16" : "bf16") + ": " + declared.reason};
 }
 
 Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const StackedDeviceOptions& o,

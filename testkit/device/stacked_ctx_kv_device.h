@@ -18,6 +18,7 @@
 #include "kvc/oracle/stacked_ctx_kv_params.h"
 #include "kvc/stacked_ctx_kv_case.h"
 #include "testkit/backends/backend.h"
+#include "testkit/device/declared_support.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/kernel_library.h"
 #include "testkit/device/owned_stream.h"
@@ -73,6 +74,7 @@ class StackedCtxKvDevice {
 
  private:
   KernelLibrary library_;
+  DeclaredSupport declared_;
   oracle::StackedParamCache cache_;
   void* stream();  // the runner's own stream, created on first use
   std::optional<OwnedStream> stream_;

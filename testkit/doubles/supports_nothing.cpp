@@ -1,8 +1,10 @@
-// fake_kernel_library.cpp: fake kernel libraries for kernel_library_test and device_backend_test.
+// supports_nothing.cpp: a kernel library that loads and implements nothing, for
+// kernel_library_test and device_backend_test.
 //
-// Built three times: with KVC_FAKE_ABI_VERSION (another ABI major: the suite must refuse it,
-// naming both versions), with KVC_FAKE_OMIT_KV_NORM (one ABI symbol missing: the suite must name
-// it), and plain (loads, and declares every op unsupported with a reason the suite must pass on).
+// Built three times (testkit/doubles/CMakeLists.txt): supports_nothing, plain (loads, and declares
+// every op unsupported with a reason the suite must pass on); abi_major2, with KVC_FAKE_ABI_VERSION
+// (another ABI major: the suite must refuse it, naming both versions); missing_kv_norm, with
+// KVC_FAKE_OMIT_KV_NORM (one ABI symbol missing: the suite must name it).
 // The ops launch nothing; they are never meant to be called.
 #include "kvc/kernel_abi.h"
 

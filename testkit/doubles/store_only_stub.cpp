@@ -1,5 +1,6 @@
-// fake_store_only_library.cpp: a kernel library that implements the store op alone, for the
-// runner's tests of the verdict rules (runner_cli_test without a device, runner_device_test with).
+// store_only_stub.cpp: a kernel library that declares the store op alone and implements nothing,
+// for the runner's tests of the verdict rules (runner_cli_test without a device,
+// runner_device_test with).
 //
 // It exports every required entry point (a library must, to load) and the optional
 // kvc_store_rotated, and declares only the store op supported (packed584 and packed528, bf16 rows,
@@ -23,6 +24,7 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   const bool bf16 = kv_dtype.code == kDLBfloat && kv_dtype.bits == 16;
   out->supported = op == KVC_OP_STORE_ROTATED && packed && bf16;
   out->reason = out->supported ? nullptr : "this fake library implements the store op only";
+  // No 1.2 limits or validation scope: the suite zeroes them, which declares none.
   return KVC_STATUS_OK;
 }
 
