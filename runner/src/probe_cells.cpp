@@ -39,7 +39,7 @@ void add_insert_cells(std::uint64_t seed, std::vector<ProbeCell>* cells) {
     cell.name = testkit::rule_matrix_name(e);
     cell.rule = e.breaker->name;
     cell.code = e.breaker->code;
-    cell.op = e.op == InsertOp::kLegacy ? AbiOp::kLegacy
+    cell.op = e.op == InsertOp::kLegacy  ? AbiOp::kLegacy
               : c.kv_norm_weight.present ? AbiOp::kKvOnlyKvNorm
                                          : AbiOp::kKvOnly;
     cell.format = std::string(layout_of(e.format).name);
@@ -95,9 +95,9 @@ std::string stacked_inexpressible(const StackedCtxKvCase& c) {
   for (std::size_t i = 0; i < c.layers.size(); ++i) {
     const StackedCtxKvLayer& l = c.layers[i];
     const std::string p = "layer " + std::to_string(i) + " ";
-    for (const auto& [name, t] : {std::make_pair("qkv_weight", &l.qkv_weight), std::make_pair("qkv_bias", &l.qkv_bias),
-                                  std::make_pair("k_norm_weight", &l.k_norm_weight),
-                                  std::make_pair("cos_sin", &l.cos_sin)})
+    for (const auto& [name, t] :
+         {std::make_pair("qkv_weight", &l.qkv_weight), std::make_pair("qkv_bias", &l.qkv_bias),
+          std::make_pair("k_norm_weight", &l.k_norm_weight), std::make_pair("cos_sin", &l.cos_sin)})
       if (t->present) metas.emplace_back(p + name, &t->meta);
     metas.emplace_back(p + "K pool", &l.k_pool);
     metas.emplace_back(p + "V pool", &l.v_pool);

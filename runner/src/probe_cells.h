@@ -43,13 +43,13 @@ struct StackedCall {
 
 struct ProbeCell {
   ProbeFamily family = ProbeFamily::kInsert;
-  std::string name;    // unique: the invalid suites' cell name ("Stacked_" + rule for the stacked op)
-  std::string rule;    // the breaker's name
-  ErrorCode code{};    // the rule's code
+  std::string name;           // unique: the invalid suites' cell name ("Stacked_" + rule for the stacked op)
+  std::string rule;           // the breaker's name
+  ErrorCode code{};           // the rule's code
   AbiOp op = AbiOp::kKvOnly;  // the entry point and op the broken call reaches
-  std::string format;  // "packed584", "packed584/SglangFlat", "-" (stacked)
+  std::string format;         // "packed584", "packed584/SglangFlat", "-" (stacked)
   std::optional<RecordFormat> base_format;  // the valid case's format (none for the stacked op)
-  std::string not_sent;  // non-empty: why the library is not called
+  std::string not_sent;                     // non-empty: why the library is not called
   // The statuses that answer the rule: its code, or KVC_STATUS_BAD_ARGUMENT when a required tensor
   // is left out (a NULL pointer through the ABI). KVC_STATUS_UNSUPPORTED joins them where the
   // library declares the call outside its support (probe_library.h).

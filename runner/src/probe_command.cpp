@@ -62,9 +62,10 @@ ProbeCommand::ProbeCommand(CLI::App& parent) : state_(std::make_unique<State>())
                       "kernel library (shared object implementing kvc/kernel_abi.h); default: $KVC_KERNELS, else ours");
   s.probe->add_option("--ops", s.ops, "ABI ops whose calls are sent: " + abi_op_names() + " (default all)")
       ->delimiter(',');
-  s.probe->add_option("--rules", s.rules,
-                      "rule breakers (\"SlotBeyondTheCache\") or cells (\"SlotBeyondTheCache_KvOnly_Packed584\") to send "
-                      "(default all)")
+  s.probe
+      ->add_option("--rules", s.rules,
+                   "rule breakers (\"SlotBeyondTheCache\") or cells (\"SlotBeyondTheCache_KvOnly_Packed584\") to send "
+                   "(default all)")
       ->delimiter(',');
   s.probe->add_option("--json", s.json_path, "write every call, its class and where, and the count per class as JSON");
   s.probe->add_option("--seed", s.seed, "seed of the small cases the rules are broken in")->capture_default_str();
@@ -242,7 +243,8 @@ int ProbeCommand::State::probe_one() {
     return EXIT_FAILURE;
   }
   std::printf("%s%s\n", testkit::kProbeResultMarker,
-              testkit::probe_observation_to_json(observed).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+              testkit::probe_observation_to_json(observed)
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   .c_str());
   std::fflush(stdout);
   std::fflush(stderr);

@@ -37,9 +37,9 @@ SupportQuery query_of(const ProbeCell& cell, std::int32_t abi_version) {
   SupportQuery q;
   if (const auto* insert = std::get_if<InsertCall>(&cell.call)) {
     const InsertCase& c = insert->c;
-    q.op = cell.op == AbiOp::kLegacy ? KVC_OP_LEGACY_INSERT
+    q.op = cell.op == AbiOp::kLegacy                                         ? KVC_OP_LEGACY_INSERT
            : cell.op == AbiOp::kKvOnlyKvNorm && abi_version >= kAbiVersion12 ? KVC_OP_KV_ONLY_INSERT_KV_NORM
-                                                                              : KVC_OP_KV_ONLY_INSERT;
+                                                                             : KVC_OP_KV_ONLY_INSERT;
     if (const auto f = format_of(c)) q.format = static_cast<std::int32_t>(*f);
     q.kv_dtype = dl_nameable(c.kv);
   } else if (const auto* store = std::get_if<StoreCall>(&cell.call)) {
@@ -108,7 +108,8 @@ CellDeclaration ProbeLibrary::declaration(const ProbeCell& cell) const {
   const std::int32_t base_format = cell.base_format ? static_cast<std::int32_t>(*cell.base_format) : KVC_FORMAT_NONE;
   const kvc_op_support base = support_of(library, q.op, base_format, DType::kBF16);
   const int code = static_cast<int>(cell.code);
-  d.declared_enforced = base.validation == KVC_VALIDATION_ALL || (base.validation == KVC_VALIDATION_LISTED && lists(base, code));
+  d.declared_enforced =
+      base.validation == KVC_VALIDATION_ALL || (base.validation == KVC_VALIDATION_LISTED && lists(base, code));
   return d;
 }
 
@@ -123,10 +124,11 @@ testkit::ProbeObservation ProbeLibrary::send(const ProbeCell& cell) {
   const auto attempt = [&o](const auto& call, const auto& called) {
     try {
       return call();
-    } catch (const testkit::KernelCallError&) {  // 401, 402, 403: the status is in the checks
+    } catch (const testkit::KernelCallError&) {    // 401, 402, 403: the status is in the checks
     } catch (const testkit::BufferDamageError&) {  // the stacked runner throws damage: it is in the checks
     } catch (const testkit::DeviceError& e) {
-      if (!called()) throw std::runtime_error(std::string("the harness failed before calling the library: ") + e.what());
+      if (!called())
+        throw std::runtime_error(std::string("the harness failed before calling the library: ") + e.what());
       o.cuda_fault = e.what();
     }
     return false;
@@ -157,8 +159,8 @@ testkit::ProbeObservation ProbeLibrary::send(const ProbeCell& cell) {
     options.host_validation = false;
     testkit::StackedDeviceRun run;
     StackedCtxKvOutputs out = stacked.out;
-    const bool downloaded = attempt([&] { return device.run(stacked.c, out, options, &run).ok(); },
-                                    [&] { return run.abi_called; });
+    const bool downloaded =
+        attempt([&] { return device.run(stacked.c, out, options, &run).ok(); }, [&] { return run.abi_called; });
     if (!run.abi_called) throw std::runtime_error("the harness answered the stacked call before the library");
     o.status = run.checks.abi_status;
     o.message = run.checks.abi_message;

@@ -78,8 +78,8 @@ nlohmann::json probe_to_json(const ProbeReport& report) {
   }
   nlohmann::json summary = nlohmann::json::object();
   for (testkit::ProbeClass c : testkit::kAllProbeClasses) summary[std::string(testkit::probe_class_key(c))] = counts[c];
-  return {{"kvconform_probe", 1},       {"library", report.library}, {"device", report.device},
-          {"seed", report.seed},         {"not_probed", report.not_probed}, {"calls", calls},
+  return {{"kvconform_probe", 1}, {"library", report.library},       {"device", report.device},
+          {"seed", report.seed},  {"not_probed", report.not_probed}, {"calls", calls},
           {"summary", summary}};
 }
 

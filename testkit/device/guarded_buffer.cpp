@@ -173,7 +173,8 @@ void GuardedDeviceBuffer::check_guards(std::vector<BufferDamage>* damage) const 
     out->assign(guard.begin() + base, guard.begin() + base + n);
   };
   compare_region(*io_, name_, kGuardBeforeRegion, allocation_, guard_bytes_, -guard_bytes_, pattern, damage);
-  compare_region(*io_, name_, kGuardAfterRegion, payload() + payload_bytes_, guard_bytes_, payload_bytes_, pattern, damage);
+  compare_region(*io_, name_, kGuardAfterRegion, payload() + payload_bytes_, guard_bytes_, payload_bytes_, pattern,
+                 damage);
 }
 
 void GuardedDeviceBuffer::check_payload(const std::string& region, std::vector<BufferDamage>* damage) const {

@@ -83,10 +83,8 @@ ProbeVerdict classify_observation(const ProbeInput& in) {
     return {ProbeClass::kWroteOutOfBounds, where + status_suffix(o)};
   }
   if (!o.cuda_fault.empty())
-    return {ProbeClass::kCudaFault,
-            clipped(o.cuda_fault) + " (the call returned " + probe_status_text(o.status) + ")"};
-  if (o.status == KVC_STATUS_CUDA_ERROR)
-    return {ProbeClass::kCudaFault, "returned 401: " + clipped(o.message)};
+    return {ProbeClass::kCudaFault, clipped(o.cuda_fault) + " (the call returned " + probe_status_text(o.status) + ")"};
+  if (o.status == KVC_STATUS_CUDA_ERROR) return {ProbeClass::kCudaFault, "returned 401: " + clipped(o.message)};
   for (const BadRow& b : o.bad_rows)
     if (b.kind == BadRowKind::kPositionOutsideTable && b.record_written)
       return {ProbeClass::kReadOutOfBounds, bad_row_text(b) + ", yet slot " + std::to_string(b.slot) +
@@ -127,9 +125,9 @@ ProbeVerdict classify_probe(const ProbeInput& in) {
     switch (c.end) {
       case ChildEnd::kSignaled: return {ProbeClass::kCrashed, with_last_line(signal_text(c.signal), c)};
       case ChildEnd::kTimedOut:
-        return {ProbeClass::kHung, with_last_line("killed after " + std::to_string(static_cast<int>(c.limit_seconds)) +
-                                                      " s without a result",
-                                                  c)};
+        return {ProbeClass::kHung,
+                with_last_line(
+                    "killed after " + std::to_string(static_cast<int>(c.limit_seconds)) + " s without a result", c)};
       case ChildEnd::kExited:
         return {ProbeClass::kCrashed,
                 with_last_line("exited with status " + std::to_string(c.exit_code) + " without a result", c)};

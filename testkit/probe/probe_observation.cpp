@@ -9,10 +9,11 @@
 namespace kvc::testkit {
 namespace {
 
-constexpr std::array<std::pair<WriteSite, const char*>, 4> kSiteKeys = {{{WriteSite::kAddressedRecord, "addressed_record"},
-                                                                         {WriteSite::kOutsideRecords, "outside_records"},
-                                                                         {WriteSite::kGuardZone, "guard_zone"},
-                                                                         {WriteSite::kInput, "input"}}};
+constexpr std::array<std::pair<WriteSite, const char*>, 4> kSiteKeys = {
+    {{WriteSite::kAddressedRecord, "addressed_record"},
+     {WriteSite::kOutsideRecords, "outside_records"},
+     {WriteSite::kGuardZone, "guard_zone"},
+     {WriteSite::kInput, "input"}}};
 constexpr std::array<std::pair<BadRowKind, const char*>, 2> kBadRowKeys = {
     {{BadRowKind::kSlotPastCache, "slot_past_cache"}, {BadRowKind::kPositionOutsideTable, "position_outside_table"}}};
 
@@ -32,7 +33,8 @@ Enum enum_of(const std::array<std::pair<Enum, const char*>, N>& keys, const std:
 
 template <typename T>
 T field(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) throw std::invalid_argument(std::string("probe result: missing '") + key + "'");
+  if (!j.is_object() || !j.contains(key))
+    throw std::invalid_argument(std::string("probe result: missing '") + key + "'");
   try {
     return j.at(key).get<T>();
   } catch (const nlohmann::json::exception& e) {

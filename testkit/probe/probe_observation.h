@@ -50,9 +50,9 @@ struct BadRow {
 };
 
 struct ProbeObservation {
-  int status = 0;           // what the entry point returned
-  std::string message;      // its error text
-  std::string cuda_fault;   // the synchronise after the call failed: the sticky CUDA error; "" when none
+  int status = 0;                  // what the entry point returned
+  std::string message;             // its error text
+  std::string cuda_fault;          // the synchronise after the call failed: the sticky CUDA error; "" when none
   std::vector<ProbeWrite> writes;  // the addressed records' writes summed per buffer; every other run listed
   std::vector<BadRow> bad_rows;
 };

@@ -39,8 +39,9 @@ std::vector<std::int64_t> readable_indices(const HostTensor& t) {
 
 // A paged view the codec can walk: positive block size and strides, no overflowing extent.
 bool walkable(const CacheGeometry& g, bool paged_regions) {
-  return g.num_blocks >= 0 && g.block_size > 0 && g.checked_page_stride_bytes().has_value() && g.page_stride_bytes() > 0 &&
-         g.checked_backing_bytes().has_value() && (paged_regions || (g.checked_token_stride_bytes().has_value() && g.token_stride_bytes() > 0));
+  return g.num_blocks >= 0 && g.block_size > 0 && g.checked_page_stride_bytes().has_value() &&
+         g.page_stride_bytes() > 0 && g.checked_backing_bytes().has_value() &&
+         (paged_regions || (g.checked_token_stride_bytes().has_value() && g.token_stride_bytes() > 0));
 }
 
 // A paged cache as the probe sees it: the view, which row writes which slot, and a byte's locus.
@@ -48,9 +49,11 @@ class PagedRecords {
  public:
   // `slots[t]` is row t's slot (rows past the slot tensor's end are never written).
   PagedRecords(const CacheGeometry& g, RecordFormat f, DType value_dtype, std::vector<std::int64_t> slots)
-      : usable_(walkable(g, layout_of(f).paged_regions)), view_(oracle::PagedCacheView::of(g, f, value_dtype)),
+      : usable_(walkable(g, layout_of(f).paged_regions)),
+        view_(oracle::PagedCacheView::of(g, f, value_dtype)),
         naive_stride_(g.checked_token_stride_bytes().value_or(0)),
-        naive_width_(g.width * g.element_bytes()), slots_(std::move(slots)) {
+        naive_width_(g.width * g.element_bytes()),
+        slots_(std::move(slots)) {
     for (std::size_t t = 0; t < slots_.size(); ++t) {
       if (slots_[t] < 0) continue;
       addressed_.insert(slots_[t]);
@@ -237,8 +240,8 @@ void observe_insert_call(const InsertCase& c, const std::vector<BufferDamage>& d
 void observe_store_call(const StoreCase& c, const std::vector<BufferDamage>& damage,
                         const std::vector<std::uint8_t>& before, const std::vector<std::uint8_t>* after,
                         ProbeObservation* o) {
-  const bool well_formed = (c.cache.rank() == 2 || c.cache.rank() == 3) && c.cache.strides.size() == c.cache.sizes.size() &&
-                           c.cache.dtype == DType::kU8;
+  const bool well_formed = (c.cache.rank() == 2 || c.cache.rank() == 3) &&
+                           c.cache.strides.size() == c.cache.sizes.size() && c.cache.dtype == DType::kU8;
   const std::vector<std::int64_t> indices = readable_indices(c.indices);
   const PagedRecords records(store_cache_geometry(c), store_format(c), DType::kBF16,
                              well_formed ? indices : std::vector<std::int64_t>{});
@@ -348,8 +351,8 @@ void observe_stacked_call(const StackedCtxKvCase& c, const std::vector<BufferDam
               a[static_cast<std::size_t>(j)] != b[static_cast<std::size_t>(j)])
             written = true;
       }
-      o->bad_rows.push_back({BadRowKind::kPositionOutsideTable, "layer " + std::to_string(i) + " cos_sin", row, s, p,
-                             max_pos, written});
+      o->bad_rows.push_back(
+          {BadRowKind::kPositionOutsideTable, "layer " + std::to_string(i) + " cos_sin", row, s, p, max_pos, written});
     }
   }
 }

@@ -120,10 +120,11 @@ TEST_P(ProbeInsertWrites, AWritePastTheCacheIsNamedWithItsRowAndSlot) {
   ASSERT_LT(record, static_cast<std::int64_t>(after.size()));
   for (std::int64_t i = record; i < static_cast<std::int64_t>(after.size()); ++i)
     after[static_cast<std::size_t>(i)] = 0x5A;
-  const std::int64_t into_guard = record + layout_of(GetParam()).record_width * c.cache.element_bytes() -
-                                  static_cast<std::int64_t>(after.size());
+  const std::int64_t into_guard =
+      record + layout_of(GetParam()).record_width * c.cache.element_bytes() - static_cast<std::int64_t>(after.size());
   ASSERT_GT(into_guard, 0);
-  BufferDamage guard{kCacheBackingBuffer, kGuardAfterRegion, static_cast<std::int64_t>(after.size()), into_guard, 0, 0x5A};
+  BufferDamage guard{
+      kCacheBackingBuffer, kGuardAfterRegion, static_cast<std::int64_t>(after.size()), into_guard, 0, 0x5A};
 
   ProbeObservation o;
   observe_insert_call(c, {guard}, out.cache, &after, &o);
@@ -143,8 +144,7 @@ TEST_P(ProbeInsertWrites, AWritePastTheCacheIsNamedWithItsRowAndSlot) {
   }
   const ProbeVerdict v = verdict_of(o);
   EXPECT_EQ(v.cls, ProbeClass::kWroteOutOfBounds);
-  EXPECT_NE(v.where.find("(row " + std::to_string(row) + ", slot " + std::to_string(capacity) + ")"),
-            std::string::npos)
+  EXPECT_NE(v.where.find("(row " + std::to_string(row) + ", slot " + std::to_string(capacity) + ")"), std::string::npos)
       << v.where;
 }
 
