@@ -26,6 +26,9 @@ namespace {
 // A call that takes longer than this is a hang: the small cases run in milliseconds and a CUDA
 // context starts in about a second.
 constexpr double kDefaultTimeoutSeconds = 60;
+// Calls in flight at once: each child spends most of its time starting CUDA, and a GPU holds the
+// few contexts with room to spare.
+constexpr int kDefaultJobs = 4;
 
 std::string_view entry_point_of(ProbeFamily f) {
   switch (f) {
@@ -46,6 +49,7 @@ struct ProbeCommand::State {
   std::string json_path;
   std::uint64_t seed = 1;
   double timeout = kDefaultTimeoutSeconds;
+  int jobs = kDefaultJobs;
   std::string cell_name;  // probe-one
 
   int probe_all();
@@ -70,6 +74,9 @@ ProbeCommand::ProbeCommand(CLI::App& parent) : state_(std::make_unique<State>())
   s.probe->add_option("--json", s.json_path, "write every call, its class and where, and the count per class as JSON");
   s.probe->add_option("--seed", s.seed, "seed of the small cases the rules are broken in")->capture_default_str();
   s.probe->add_option("--timeout", s.timeout, "seconds a call may take before it is classified as hung")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  s.probe->add_option("--jobs", s.jobs, "calls in flight at once, each in its own process")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   s.probe->footer(
@@ -162,16 +169,18 @@ int ProbeCommand::State::probe_all() {
   std::printf("kvconform probe (contract version %d)\n", kContractVersion);
   std::printf("  kernel library: %s\n", report.library.c_str());
   std::printf("  device:         %s\n", report.device.c_str());
-  std::printf("  calls:          %zu, each in a process of its own (time limit %.0f s), seed %llu\n", sent.size(),
-              timeout, static_cast<unsigned long long>(seed));
+  std::printf("  calls:          %zu, each in a process of its own (%d at a time, time limit %.0f s), seed %llu\n",
+              sent.size(), jobs, timeout, static_cast<unsigned long long>(seed));
   for (const std::string& why : report.not_probed) std::printf("  not probed:     %s\n", why.c_str());
   std::printf("\n%s", probe_table_header().c_str());
   std::fflush(stdout);
 
-  const std::string program = own_executable();
-  const std::string log =
-      (std::filesystem::temp_directory_path() / ("kvc-probe-" + std::to_string(getpid()) + ".log")).string();
-  for (const ProbeCell& c : sent) {
+  // Every row prepared first; the calls then run up to `jobs` at a time, each in its own process
+  // (their CUDA contexts are apart: one call's fault cannot reach another), and the rows are
+  // classified and printed in order as they end.
+  std::vector<testkit::ProbeInput> inputs(sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const ProbeCell& c = sent[i];
     ProbeRow row;
     row.cell = c.name;
     row.family = std::string(probe_family_name(c.family));
@@ -183,31 +192,35 @@ int ProbeCommand::State::probe_all() {
     const CellDeclaration declared = library->declaration(c);
     row.declared_enforced = declared.declared_enforced;
     if (declared.outside_support) row.right_codes.push_back(KVC_STATUS_UNSUPPORTED);
-    testkit::ProbeInput in;
-    in.not_sent = c.not_sent;
-    in.expected.right_codes = row.right_codes;
-    if (c.not_sent.empty()) {
-      std::vector<std::string> argv = {program, "probe-one", "--cell", c.name, "--seed", std::to_string(seed)};
-      if (!kernels.empty()) argv.insert(argv.end(), {"--kernels", kernels});
-      const Stopwatch clock;
-      try {
-        const ChildRun child = run_child(argv, log, timeout);
-        in.child = child.outcome;
-        in.observed = child.observed;
-        if (child.outcome.reported) row.status = child.observed.status;
-      } catch (const std::runtime_error& e) {
-        std::fprintf(stderr, "kvconform probe: %s\n", e.what());
-        std::remove(log.c_str());
-        return kProbeUsage;
-      }
-      row.seconds = clock.seconds();
-    }
-    row.verdict = testkit::classify_probe(in);
-    std::printf("%s", probe_row_line(row).c_str());
-    std::fflush(stdout);
+    inputs[i].not_sent = c.not_sent;
+    inputs[i].expected.right_codes = row.right_codes;
     report.rows.push_back(std::move(row));
   }
-  std::remove(log.c_str());
+  const std::string program = own_executable();
+  std::vector<std::vector<std::string>> commands(sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    if (!sent[i].not_sent.empty()) continue;
+    commands[i] = {program, "probe-one", "--cell", sent[i].name, "--seed", std::to_string(seed)};
+    if (!kernels.empty()) commands[i].insert(commands[i].end(), {"--kernels", kernels});
+  }
+  const std::string log_prefix =
+      (std::filesystem::temp_directory_path() / ("kvc-probe-" + std::to_string(getpid()) + "-")).string();
+  try {
+    run_children_in_order(commands, log_prefix, jobs, timeout, [&](std::size_t i, const ChildRun* child, double s) {
+      if (child != nullptr) {
+        inputs[i].child = child->outcome;
+        inputs[i].observed = child->observed;
+        if (child->outcome.reported) report.rows[i].status = child->observed.status;
+        report.rows[i].seconds = s;
+      }
+      report.rows[i].verdict = testkit::classify_probe(inputs[i]);
+      std::printf("%s", probe_row_line(report.rows[i]).c_str());
+      std::fflush(stdout);
+    });
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "kvconform probe: %s\n", e.what());
+    return kProbeUsage;
+  }
   std::printf("\n%s", probe_summary(report).c_str());
 
   if (!json_path.empty()) {

@@ -75,3 +75,46 @@ TEST(ProbeProcess, OwnExecutableIsThisTest) {
 
 }  // namespace
 }  // namespace kvc::runner
+
+namespace kvc::runner {
+namespace {
+
+// Several at once, reported in order whatever order they end in; empty commands are not run.
+TEST(ProbeProcess, ChildrenRunSeveralAtATimeAndAreReportedInOrder) {
+  const std::string result =
+      "echo 'kvc-probe-result: {\"status\": 0, \"message\": \"\", \"cuda_fault\": \"\", \"writes\": [], "
+      "\"bad_rows\": []}'";
+  const std::vector<std::vector<std::string>> commands = {{"/bin/sh", "-c", "sleep 2; " + result},
+                                                          {},
+                                                          {"/bin/sh", "-c", "kill -SEGV $$"},
+                                                          {"/bin/sh", "-c", "sleep 30"},
+                                                          {"/bin/sh", "-c", result},
+                                                          {}};
+  std::vector<std::size_t> order;
+  std::vector<testkit::ProbeClass> classes;
+  const auto start = std::chrono::steady_clock::now();
+  run_children_in_order(commands, ::testing::TempDir() + "kvc-probe-order-", 2, 3.0,
+                        [&](std::size_t i, const ChildRun* run, double seconds) {
+                          order.push_back(i);
+                          EXPECT_EQ(run == nullptr, commands[i].empty()) << i;
+                          EXPECT_GE(seconds, 0.0);
+                          testkit::ProbeInput in;
+                          if (run == nullptr) {
+                            in.not_sent = "empty";
+                          } else {
+                            in.child = run->outcome;
+                            in.observed = run->observed;
+                          }
+                          classes.push_back(testkit::classify_probe(in).cls);
+                        });
+  // Serially the sleep and the hang alone take 5 s; two at a time they overlap (about 3 s).
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4.5);
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(classes,
+            (std::vector<testkit::ProbeClass>{testkit::ProbeClass::kOkNothingWritten, testkit::ProbeClass::kNotSent,
+                                              testkit::ProbeClass::kCrashed, testkit::ProbeClass::kHung,
+                                              testkit::ProbeClass::kOkNothingWritten, testkit::ProbeClass::kNotSent}));
+}
+
+}  // namespace
+}  // namespace kvc::runner
