@@ -255,7 +255,8 @@ int ProbeCommand::State::probe_one() {
     std::fprintf(stderr, "kvconform probe-one: %s\n", e.what());
     return EXIT_FAILURE;
   }
-  std::printf("%s%s\n", testkit::kProbeResultMarker,
+  // On a line of its own, whatever the library left unterminated on stdout.
+  std::printf("\n%s%s\n", testkit::kProbeResultMarker,
               testkit::probe_observation_to_json(observed)
                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   .c_str());
