@@ -4,6 +4,8 @@
 //   kvconform run [--kernels lib.so] [--ops ...] [--formats ...] [--max-tokens N] [--profile SPEC]
 //                 [--json FILE] [--junit FILE] [--cpu-only]            the conformance run
 //   kvconform decode [FILE] [...]                                      a cache page, decoded
+//   kvconform probe [--kernels lib.so] [--ops ...] [--rules ...] [--json FILE] [--seed N]
+//                                                                      what a library does with bad input
 //   kvconform fuzz run|replay|summarize|list [...]                     property campaigns
 //   kvconform replay FILE                                              replay a campaign's case file
 //   kvconform bench [...]                                              benchmarks (Google Benchmark)
@@ -18,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "decode_command.h"
+#include "probe_command.h"
 #include "run_command.h"
 #include "run_report.h"
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
       "supported compared no byte.");
   kvc::runner::RunCommand run(app);
   kvc::runner::DecodeCommand decode(app);
+  kvc::runner::ProbeCommand probe(app);
   const std::string program = std::string(argv[0]);
 #if KVC_RUNNER_HAVE_FUZZ
   CLI::App* fuzz = app.add_subcommand("fuzz", "property campaigns (the kvconform-fuzz commands)");
@@ -64,6 +68,7 @@ int main(int argc, char** argv) {
   }
   if (run.selected()) return run.execute();
   if (decode.selected()) return decode.execute();
+  if (probe.selected()) return probe.execute();
 #if KVC_RUNNER_HAVE_FUZZ
   if (const std::optional<int> rc = fuzz_commands.execute()) return *rc;
 #endif

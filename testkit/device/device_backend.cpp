@@ -99,6 +99,10 @@ Status DeviceBackend::call_library(const char* entry_point, const GuardedTensors
   const int rc = op(stream(), error, sizeof error);
   checks_.abi_called = true;
   error[kAbiErrorCapacity - 1] = '\0';
+  // Recorded before synchronising: a sticky CUDA error there throws, and what the library
+  // answered must survive it (the probe reports both).
+  checks_.abi_status = rc;
+  checks_.abi_message = error;
   check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
              std::string("synchronising after ") + entry_point);
   call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &checks_.damage);
@@ -124,7 +128,7 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   t.cos_sin_cache = call.input("cos_sin_cache", c.cos_sin);
   t.fp8_scale = call.input("fp8_scale", c.fp8_scale);
   const GuardedTensors::BufferId cache_buffer =
-      call.upload("kv_cache (backing)", out.cache, BufferRole::kOutput, cache_guard_bytes(c.cache));
+      call.upload(kCacheBackingBuffer, out.cache, BufferRole::kOutput, cache_guard_bytes(c.cache));
   t.kv_cache = call.view(cache_buffer, cache_meta(c.cache));
 
   const KernelAbi& abi = library_.abi();
@@ -237,7 +241,7 @@ Status DeviceBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& b
   const DLTensor* indices = call.input("indices", c.indices);
   // A store case without a usable page stride still gets the smallest guard.
   const GuardedTensors::BufferId cache_buffer =
-      call.upload("kv_cache (backing)", backing, BufferRole::kOutput, cache_guard_bytes(store_cache_geometry(c), 0));
+      call.upload(kCacheBackingBuffer, backing, BufferRole::kOutput, cache_guard_bytes(store_cache_geometry(c), 0));
   const kvc_store_rotated_args a = store_rotated_args(c, rows, indices, call.view(cache_buffer, c.cache));
   const KernelAbi& abi = library_.abi();
   const Status status = call_library("kvc_store_rotated", call, [&](void* stream, char* error, std::size_t n) {

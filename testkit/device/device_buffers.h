@@ -47,6 +47,14 @@ void check_cuda(int cuda_error, const std::string& what);
 // The calling thread's current CUDA device (cudaGetDevice); throws DeviceError.
 int current_device();
 
+// The names of damage regions (BufferDamage::region) and of the cache backing's buffer, which
+// reports and the probe (testkit/probe/probe_writes.h) tell apart.
+inline constexpr const char* kGuardBeforeRegion = "guard before";
+inline constexpr const char* kGuardAfterRegion = "guard after";
+inline constexpr const char* kInputChangedRegion = "input changed";
+inline constexpr const char* kWrittenByRejectedCallRegion = "written by a rejected call";
+inline constexpr const char* kCacheBackingBuffer = "kv_cache (backing)";
+
 // Damage found in one region of one buffer: how many bytes differ, and the first of them.
 struct BufferDamage {
   std::string buffer;         // "kv", "kv_cache (backing)", "q_out", ...

@@ -23,7 +23,7 @@ const char* tensor_name(CaseTensor t) {
     case CaseTensor::kQ: return "q";
     case CaseTensor::kQScaleInv: return "q_scale_inv";
     case CaseTensor::kKvNormWeight: return "kv_norm_weight";
-    case CaseTensor::kCache: return "kv_cache (backing)";
+    case CaseTensor::kCache: return kCacheBackingBuffer;
     case CaseTensor::kQOut: return "q_out";
   }
   return "tensor";

@@ -172,8 +172,9 @@ void GuardedDeviceBuffer::check_guards(std::vector<BufferDamage>* damage) const 
   auto pattern = [&](std::int64_t base, std::int64_t n, std::vector<std::uint8_t>* out) {
     out->assign(guard.begin() + base, guard.begin() + base + n);
   };
-  compare_region(*io_, name_, "guard before", allocation_, guard_bytes_, -guard_bytes_, pattern, damage);
-  compare_region(*io_, name_, "guard after", payload() + payload_bytes_, guard_bytes_, payload_bytes_, pattern, damage);
+  compare_region(*io_, name_, kGuardBeforeRegion, allocation_, guard_bytes_, -guard_bytes_, pattern, damage);
+  compare_region(*io_, name_, kGuardAfterRegion, payload() + payload_bytes_, guard_bytes_, payload_bytes_, pattern,
+                 damage);
 }
 
 void GuardedDeviceBuffer::check_payload(const std::string& region, std::vector<BufferDamage>* damage) const {

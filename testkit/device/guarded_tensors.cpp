@@ -46,9 +46,9 @@ void GuardedTensors::check(CallOutcome outcome, std::vector<BufferDamage>* damag
   for (const Buffer& b : buffers_) {
     b.device.check_guards(damage);
     if (b.role == BufferRole::kInput)
-      b.device.check_payload("input changed", damage);
+      b.device.check_payload(kInputChangedRegion, damage);
     else if (outcome == CallOutcome::kRejected)
-      b.device.check_payload("written by a rejected call", damage);
+      b.device.check_payload(kWrittenByRejectedCallRegion, damage);
   }
 }
 

@@ -178,10 +178,12 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   char error[kAbiErrorCapacity] = {0};
   r.abi_called = true;
   const int rc = library_.abi().kvc_stacked_ctx_kv(&args, stream(), error, sizeof error);
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
-             "cudaStreamSynchronize after kvc_stacked_ctx_kv");
+  error[kAbiErrorCapacity - 1] = '\0';
+  // Recorded before synchronising, whose sticky CUDA error throws (the probe reports both).
   r.checks.abi_status = rc;
   r.checks.abi_message = error;
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
+             "cudaStreamSynchronize after kvc_stacked_ctx_kv");
   call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &r.checks.damage);
   if (!r.checks.clean())
     throw BufferDamageError(library_.describe() + ": kvc_stacked_ctx_kv damaged device memory:\n" +
