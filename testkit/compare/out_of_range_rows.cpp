@@ -88,14 +88,14 @@ struct PageRecord {
 // The candidate a changed byte at `x` of a page is blamed on: the record holding it, else the
 // record starting last at or before it, else the page's first.
 std::size_t blame_on_page(const std::vector<PageRecord>& records, std::int64_t x) {
-  const auto after_data = std::upper_bound(records.begin(), records.end(), x, [](std::int64_t off, const PageRecord& r) {
-    return off < r.extent.data_begin;
-  });
+  const auto after_data =
+      std::upper_bound(records.begin(), records.end(), x,
+                       [](std::int64_t off, const PageRecord& r) { return off < r.extent.data_begin; });
   if (after_data != records.begin() && x < std::prev(after_data)->extent.data_end)
     return std::prev(after_data)->candidate;
-  const auto after_scale = std::upper_bound(records.begin(), records.end(), x, [](std::int64_t off, const PageRecord& r) {
-    return off < r.extent.scale_begin;
-  });
+  const auto after_scale =
+      std::upper_bound(records.begin(), records.end(), x,
+                       [](std::int64_t off, const PageRecord& r) { return off < r.extent.scale_begin; });
   if (after_scale != records.begin() && x < std::prev(after_scale)->extent.scale_end)
     return std::prev(after_scale)->candidate;
   return after_data != records.begin() ? std::prev(after_data)->candidate : records.front().candidate;
@@ -159,12 +159,14 @@ std::vector<std::string> OutOfBoundsWrites::lines() const {
     out.push_back(bytes_text(unaddressed_before) + " before the cache that no row addresses, first at backing offset " +
                   std::to_string(first_unaddressed_before));
   if (unaddressed_after > 0)
-    out.push_back(bytes_text(unaddressed_after) + " past the cache end that no row addresses, first at backing offset " +
+    out.push_back(bytes_text(unaddressed_after) +
+                  " past the cache end that no row addresses, first at backing offset " +
                   std::to_string(first_unaddressed_after));
   return out;
 }
 
-OutOfBoundsWrites attribute_out_of_bounds_writes(const oracle::PagedCacheView& v, const std::vector<std::int64_t>& slots,
+OutOfBoundsWrites attribute_out_of_bounds_writes(const oracle::PagedCacheView& v,
+                                                 const std::vector<std::int64_t>& slots,
                                                  std::vector<ByteRange> changed) {
   OutOfBoundsWrites w;
   if (!usable(v)) return w;
@@ -199,8 +201,8 @@ OutOfBoundsWrites attribute_out_of_bounds_writes(const oracle::PagedCacheView& v
   auto blame = [&](std::int64_t a, std::int64_t b) {
     for (std::int64_t x = a; x < b;) {
       const std::int64_t page = floor_div(x - v.base_offset, v.page_stride_bytes);
-      const std::int64_t page_end =
-          checked_mul_add(page + 1, v.page_stride_bytes, v.base_offset).value_or(std::numeric_limits<std::int64_t>::max());
+      const std::int64_t page_end = checked_mul_add(page + 1, v.page_stride_bytes, v.base_offset)
+                                        .value_or(std::numeric_limits<std::int64_t>::max());
       const std::int64_t stop = std::min(b, page_end);
       const auto records = pages.find(page);
       if (records == pages.end()) {
@@ -230,8 +232,8 @@ std::vector<std::int64_t> case_slots(const InsertCase& c) {
   const std::int64_t size = static_cast<std::int64_t>(c.slots.bytes.size());
   for (std::int64_t t = 0; t < c.num_inserted(); ++t) {
     const CheckedI64 element = checked_mul(t, m.strides[0]);
-    const CheckedI64 end = checked_add(checked_mul_add(element, CheckedI64{8}, CheckedI64{m.offset_bytes}),
-                                       CheckedI64{std::int64_t{8}});
+    const CheckedI64 end =
+        checked_add(checked_mul_add(element, CheckedI64{8}, CheckedI64{m.offset_bytes}), CheckedI64{std::int64_t{8}});
     if (!end || *end > size || *element < 0) break;
     slots.push_back(c.slots.load<std::int64_t>(*element));
   }
@@ -242,11 +244,13 @@ OutOfBoundsWrites attribute_out_of_bounds_writes(const InsertCase& c, std::vecto
   return attribute_out_of_bounds_writes(view_of(c), case_slots(c), std::move(changed));
 }
 
-std::vector<std::string> out_of_range_row_lines(const oracle::PagedCacheView& v, const std::vector<std::int64_t>& slots) {
+std::vector<std::string> out_of_range_row_lines(const oracle::PagedCacheView& v,
+                                                const std::vector<std::int64_t>& slots) {
   std::vector<OutOfRangePlacement> placements = out_of_range_placements(v, slots);
-  std::stable_sort(placements.begin(), placements.end(), [](const OutOfRangePlacement& a, const OutOfRangePlacement& b) {
-    return a.side == CacheSide::kPastEnd && b.side != CacheSide::kPastEnd;
-  });
+  std::stable_sort(placements.begin(), placements.end(),
+                   [](const OutOfRangePlacement& a, const OutOfRangePlacement& b) {
+                     return a.side == CacheSide::kPastEnd && b.side != CacheSide::kPastEnd;
+                   });
   const std::int64_t capacity = capacity_of(v);
   const CheckedI64 cache_end = checked_mul_add(v.num_blocks, v.page_stride_bytes, v.base_offset);
   std::vector<std::string> out;
@@ -255,9 +259,10 @@ std::vector<std::string> out_of_range_row_lines(const oracle::PagedCacheView& v,
     const OutOfRangePlacement& p = placements[i];
     std::string s = row_and_slot(p, capacity) + ": page " + std::to_string(p.page);
     const std::optional<RecordExtent> e = extent_of(v, p);
-    const CheckedI64 distance = !e || !cache_end                    ? std::nullopt
-                                : p.side == CacheSide::kPastEnd ? checked_add(e->data_begin, CheckedI64{-*cache_end})
-                                                                : checked_add(v.base_offset, CheckedI64{-e->data_begin});
+    const CheckedI64 distance = !e || !cache_end ? std::nullopt
+                                : p.side == CacheSide::kPastEnd
+                                    ? checked_add(e->data_begin, CheckedI64{-*cache_end})
+                                    : checked_add(v.base_offset, CheckedI64{-e->data_begin});
     if (distance)
       s += ", its record from " + bytes_text(*distance) +
            (p.side == CacheSide::kPastEnd ? " past the cache end" : " before the cache");

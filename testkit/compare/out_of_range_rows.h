@@ -77,7 +77,8 @@ struct OutOfBoundsWrites {
 // Blames the changed bytes outside the cache on the rows that address them. `changed` holds
 // backing offsets, in any order: negative before the backing (a device guard zone before it), at
 // or past its size after it. Bytes inside the cache view are left out.
-OutOfBoundsWrites attribute_out_of_bounds_writes(const oracle::PagedCacheView& v, const std::vector<std::int64_t>& slots,
+OutOfBoundsWrites attribute_out_of_bounds_writes(const oracle::PagedCacheView& v,
+                                                 const std::vector<std::int64_t>& slots,
                                                  std::vector<ByteRange> changed);
 // The same for a case: its view and the slots of its rows t < M.
 OutOfBoundsWrites attribute_out_of_bounds_writes(const InsertCase& c, std::vector<ByteRange> changed);
@@ -89,7 +90,8 @@ std::vector<std::int64_t> case_slots(const InsertCase& c);
 // culprits when a call faults. "row 1, slot 1032 >= capacity 32 (contract §5.4): page 64, 579584
 // bytes past the cache end", "row 2, slot -1: page -1, 9344 bytes before the cache"; past-end rows
 // first; at most kMaxNamedRows lines, then "... and K more rows". Empty when every slot is in range.
-std::vector<std::string> out_of_range_row_lines(const oracle::PagedCacheView& v, const std::vector<std::int64_t>& slots);
+std::vector<std::string> out_of_range_row_lines(const oracle::PagedCacheView& v,
+                                                const std::vector<std::int64_t>& slots);
 std::vector<std::string> out_of_range_row_lines(const InsertCase& c);
 
 // The ranges of offsets where `before` and `after` differ (the common length only).

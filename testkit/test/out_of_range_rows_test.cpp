@@ -44,7 +44,8 @@ std::vector<ByteRange> record_of(const oracle::PagedCacheView& v, std::int64_t s
   const std::int64_t token = s - page * v.block_size;
   const std::int64_t page_at = v.base_offset + page * v.page_stride_bytes;
   const RecordLayout& l = v.layout();
-  if (!l.paged_regions) return {{page_at + token * v.token_stride_bytes, page_at + token * v.token_stride_bytes + l.data_bytes}};
+  if (!l.paged_regions)
+    return {{page_at + token * v.token_stride_bytes, page_at + token * v.token_stride_bytes + l.data_bytes}};
   const std::int64_t data = page_at + token * l.data_bytes;
   const std::int64_t scales = page_at + v.block_size * l.data_bytes + token * l.scale_bytes;
   return {{data, data + l.data_bytes}, {scales, scales + l.scale_bytes}};
@@ -66,7 +67,8 @@ std::string joined(const std::vector<std::string>& lines) {
 // Defect caught: a past-end record reported as unaddressed or as a foreign slot, or counted short.
 TEST(OutOfRangeRows, RecordPastTheEndIsNamedWithItsRowSlotAndCapacity) {
   const oracle::PagedCacheView v = packed_view();
-  const testkit::OutOfBoundsWrites w = testkit::attribute_out_of_bounds_writes(v, {5, kCapacity, 9}, record_of(v, kCapacity));
+  const testkit::OutOfBoundsWrites w =
+      testkit::attribute_out_of_bounds_writes(v, {5, kCapacity, 9}, record_of(v, kCapacity));
   ASSERT_EQ(w.rows.size(), 1u);
   EXPECT_EQ(w.rows[0].placement.row, 1);
   EXPECT_EQ(w.rows[0].bytes, 584);
@@ -88,8 +90,8 @@ TEST(OutOfRangeRows, NegativeSlotRecordAtPageMinusOneIsNamed) {
 TEST(OutOfRangeRows, EveryBadRowInOneGuardZoneIsNamed) {
   const oracle::PagedCacheView v = packed_view(4096);
   const std::vector<std::int64_t> slots = {kCapacity + 7, 1, kCapacity, -1, kCapacity + 15, -16};
-  const testkit::OutOfBoundsWrites w =
-      testkit::attribute_out_of_bounds_writes(v, slots, records_of(v, {kCapacity, kCapacity + 7, kCapacity + 15, -1, -16}));
+  const testkit::OutOfBoundsWrites w = testkit::attribute_out_of_bounds_writes(
+      v, slots, records_of(v, {kCapacity, kCapacity + 7, kCapacity + 15, -1, -16}));
   const std::string text = joined(w.lines());
   EXPECT_EQ(text,
             "row 0, slot 39 >= capacity 32 (contract §5.4): 584 bytes written past the cache end\n"
@@ -117,9 +119,8 @@ TEST(OutOfRangeRows, BytesNoRowAddressesAreNamedApartAndTheCacheIsLeftOut) {
   const oracle::PagedCacheView v = packed_view();
   const std::int64_t end = kPages * v.page_stride_bytes;
   // Page 5 (no row lands there), 10 bytes; 3 bytes before the cache; 100 bytes inside it.
-  const std::vector<ByteRange> changed = {{end + 3 * v.page_stride_bytes, end + 3 * v.page_stride_bytes + 10},
-                                          {-3, 0},
-                                          {100, 200}};
+  const std::vector<ByteRange> changed = {
+      {end + 3 * v.page_stride_bytes, end + 3 * v.page_stride_bytes + 10}, {-3, 0}, {100, 200}};
   const testkit::OutOfBoundsWrites w = testkit::attribute_out_of_bounds_writes(v, {kCapacity}, changed);
   EXPECT_TRUE(w.rows.empty());
   EXPECT_EQ(joined(w.lines()),
@@ -174,8 +175,8 @@ TEST(OutOfRangeRows, CulpritLinesListOutOfRangeRowsWithTheirDistance) {
   const std::vector<std::string> lines = testkit::out_of_range_row_lines(v, {-1, 3, 1032});
   const std::int64_t far = (1032 / kBlockSize - kPages) * v.page_stride_bytes + (1032 % kBlockSize) * 576;
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[0], "row 2, slot 1032 >= capacity 32 (contract §5.4): page 64, its record from " + std::to_string(far) +
-                          " bytes past the cache end");
+  EXPECT_EQ(lines[0], "row 2, slot 1032 >= capacity 32 (contract §5.4): page 64, its record from " +
+                          std::to_string(far) + " bytes past the cache end");
   EXPECT_EQ(lines[1], "row 0, slot -1: page -1, its record from 704 bytes before the cache");
   EXPECT_TRUE(testkit::out_of_range_row_lines(v, {0, 31}).empty());
 }
