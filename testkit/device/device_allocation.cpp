@@ -45,8 +45,8 @@ void look_up(const char* symbol, F* out, std::string* missing) {
     return;
   }
   if (missing->empty())
-    *missing = std::string("cudaGetDriverEntryPointByVersion(") + symbol + ") failed: " +
-               (e != cudaSuccess ? cudaGetErrorName(e) : "symbol not found in the driver");
+    *missing = std::string("cudaGetDriverEntryPointByVersion(") + symbol +
+               ") failed: " + (e != cudaSuccess ? cudaGetErrorName(e) : "symbol not found in the driver");
 }
 
 const DriverVmm& driver() {
@@ -101,7 +101,7 @@ Availability probe(int device) {
           d.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, handle);
       r != CUDA_SUCCESS)
     return {0, result_text("cuDeviceGetAttribute", r)};
-  if (supported == 0) return {0, "the device does not support virtual memory management"};
+  if (supported == 0) return {0, kDeviceWithoutVmm};
   const CUmemAllocationProp prop = device_memory(device);
   std::size_t granularity = 0;
   if (const CUresult r = d.get_granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM); r != CUDA_SUCCESS)
@@ -162,14 +162,16 @@ bool DeviceAllocation::try_reserved_range(std::int64_t bytes, std::int64_t far_b
   const std::int64_t far = round_up(far_bytes > 0 ? far_bytes : 0, a.granularity);
   const std::int64_t total = mapped + 2 * far;
   auto fall_back = [&](const std::string& why) {
-    std::fprintf(stderr, "kvconform: %s: no reserved range (%s); cudaMalloc instead: a write past its guard zones is not caught\n",
-                 what.c_str(), why.c_str());
+    std::fprintf(
+        stderr,
+        "kvconform: %s: no reserved range (%s); cudaMalloc instead: a write past its guard zones is not caught\n",
+        what.c_str(), why.c_str());
     return false;
   };
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   CUdeviceptr range = 0;
-  if (const CUresult r = d.address_reserve(&range, static_cast<std::size_t>(total),
-                                           static_cast<std::size_t>(a.granularity), 0, 0);
+  if (const CUresult r =
+          d.address_reserve(&range, static_cast<std::size_t>(total), static_cast<std::size_t>(a.granularity), 0, 0);
       r != CUDA_SUCCESS)
     return fall_back(result_text("cuMemAddressReserve", r) + " of " + std::to_string(total) + " bytes");
   const CUmemAllocationProp prop = device_memory(device);
@@ -219,6 +221,9 @@ void DeviceAllocation::release() noexcept {
   // Failures are ignored: nothing can be done about them here, and after a fault (a sticky error)
   // every call fails anyway. Each resource is given back once: the moved-from object holds none.
   if (kind_ == AllocationKind::kReservedRange && reserved_ != 0) {
+    // cudaFree waits for the device before it frees; unmapping does not promise to, and work a
+    // library left on a stream of its own may still use the range.
+    cudaDeviceSynchronize();
     const DriverVmm& d = driver();
     d.unmap(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(base_)), static_cast<std::size_t>(bytes_));
     d.address_free(static_cast<CUdeviceptr>(reserved_), static_cast<std::size_t>(reserved_bytes_));

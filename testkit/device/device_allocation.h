@@ -71,11 +71,15 @@ class DeviceAllocation {
   std::int64_t reserved_bytes_ = 0;
 };
 
+// Why reserved ranges are unavailable on a device that does not offer VMM at all (the one reason
+// the GPU tests of the layout skip for, instead of failing).
+inline constexpr const char* kDeviceWithoutVmm = "the device does not support virtual memory management";
+
 // The allocation granularity of a reserved range on the current device, or 0 when it has none
 // (reserved_range_unavailable() says why).
 std::int64_t reserved_range_granularity();
 // "" when guarded buffers on the current device get reserved ranges; else why not
-// ("cuDeviceGetAttribute: the device does not support virtual memory management").
+// (kDeviceWithoutVmm, or the driver call that failed).
 std::string reserved_range_unavailable();
 
 }  // namespace kvc::testkit

@@ -27,7 +27,8 @@ void expect_whole(const GuardedLayout& l, std::int64_t payload, std::int64_t gra
 // end stays in mapped memory instead of faulting.
 TEST(GuardedLayout, BetweenGuardsKeepsTheGuardAfterAtTheRequestedLength) {
   const std::int64_t payload = 18752 + 256, guard = 9472;
-  const GuardedLayout l = testkit::guarded_layout(payload, guard, PayloadPlacement::kBetweenGuards, kTwoMiB, kAlignment);
+  const GuardedLayout l =
+      testkit::guarded_layout(payload, guard, PayloadPlacement::kBetweenGuards, kTwoMiB, kAlignment);
   expect_whole(l, payload, kTwoMiB);
   EXPECT_EQ(l.allocation_bytes, kTwoMiB);
   EXPECT_GE(l.guard_after, guard);
@@ -39,7 +40,8 @@ TEST(GuardedLayout, BetweenGuardsKeepsTheGuardAfterAtTheRequestedLength) {
 // reach the unmapped range) or no guard after it.
 TEST(GuardedLayout, AtMappingStartPutsThePayloadAtByteZero) {
   const std::int64_t payload = 4096 * 3 + 100, guard = 4096;
-  const GuardedLayout l = testkit::guarded_layout(payload, guard, PayloadPlacement::kAtMappingStart, kTwoMiB, kAlignment);
+  const GuardedLayout l =
+      testkit::guarded_layout(payload, guard, PayloadPlacement::kAtMappingStart, kTwoMiB, kAlignment);
   expect_whole(l, payload, kTwoMiB);
   EXPECT_EQ(l.guard_before, 0);
   EXPECT_GE(l.guard_after, guard);
