@@ -11,8 +11,11 @@
 //    the ABI to show what the kernels do with it: nothing may be written outside the records the
 //    case addresses (guard zones, page padding, other slots), and a row whose slot or position
 //    is out of range must be skipped: the cache then equals the oracle's for the same case with
-//    those rows' slots set to -1. (A duplicate slot or a bad scale may leave any bytes inside
-//    the addressed records: that is the caller's race or garbage, not memory corruption.)
+//    those rows' slots set to -1. A row written anyway is named ("row 1, slot 32 >= capacity 32
+//    (contract §5.4): N bytes written past the cache end", out_of_range_rows.h) in the guard-zone
+//    damage and the locality report; one written beyond the guard zones faults, and the fault
+//    fails the test with the call's out-of-range rows (device_fault.h). (A duplicate slot or a bad scale may leave any
+//    bytes inside the addressed records: that is the caller's race or garbage, not memory corruption.)
 //  - Harness rules (3xx: host buffers that do not cover the case) and metadata a DLTensor cannot
 //    express (strides of another length than sizes, negative offsets, an unknown op): rejected
 //    by the host validation of the device backend, with the rule's code, before any upload.
@@ -27,6 +30,7 @@
 #include <set>
 
 #include "testkit/backends/oracle_backend.h"
+#include "testkit/device/device_fault.h"
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
@@ -112,6 +116,9 @@ TEST_P(InvalidInputThroughAbi, RejectedWithItsCodeOrSkippedWithoutStrayWrites) {
   std::string thrown;  // a 4xx status, checked below against what the rule's ABI form calls for
   try {
     device.run(c, out);
+  } catch (const testkit::DeviceFaultError& fault) {
+    // A write beyond every guard zone: the context is gone, nothing below can run.
+    FAIL() << e.breaker->name << ": the call faulted:\n" << fault.what();
   } catch (const testkit::KernelCallError& error) {
     thrown = error.what();
   }

@@ -11,7 +11,11 @@
 //    through the host and compared there, never held whole); a differing byte is located (page,
 //    slot, field) and, when it is an addressed byte moved by a multiple of 2^31 or 2^32, named
 //    as a 32-bit offset wrap;
-//  - guard zones before and after every buffer are intact, every input unchanged.
+//  - guard zones before and after every buffer are intact, every input unchanged; the backing
+//    lies in a reserved range whose unmapped neighbours are at least as long as itself
+//    (guarded_buffer.h), so a record written past its end, or a 32-bit offset wrapped below its
+//    start, faults instead of landing in the cos/sin table; the fault is reported with the call
+//    and its rows (device_fault.h).
 //
 // LargeCache: every format and both insert ops, a cache just over 4 GiB with slots in pages 0,
 // in the pages holding bytes 2^31 and 2^32 (all their records), and in the last three pages (the
@@ -41,6 +45,7 @@
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/device/device_case_buffers.h"
+#include "testkit/device/device_fault.h"
 #include "testkit/device/owned_stream.h"
 #include "kvc/validate.h"
 
@@ -286,11 +291,14 @@ std::string wrap_hint(const LargeProblem& p, std::int64_t offset) {
 }
 
 // One call of the library on the resident problem, on a stream of its own, waited for: the ABI's
-// return code.
-int call_and_wait(testkit::DeviceCaseBuffers& resident, std::string* message) {
+// return code. A fault (a write beyond the guard zones) throws DeviceFaultError naming the call.
+int call_and_wait(const LargeProblem& p, testkit::DeviceCaseBuffers& resident, std::string* message) {
   testkit::OwnedStream stream;
   const int rc = resident.enqueue(gpu::kernel_library().abi(), stream.get(), message);
-  stream.synchronize();
+  if (const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream.get())); e != cudaSuccess)
+    throw testkit::device_fault(e, gpu::kernel_library().describe(),
+                                p.large.op == InsertOp::kLegacy ? "kvc_legacy_insert" : "kvc_kv_only_insert",
+                                testkit::describe_insert_call(p.large));
   return rc;
 }
 
@@ -308,7 +316,7 @@ void expect_large_problem_conforms(const LargeProblem& p, const std::string& nam
               static_cast<long long>(p.large.cos_sin.meta.size(0)), p.pages.size());
   const std::unique_ptr<testkit::DeviceCaseBuffers> resident = upload(p);
   std::string message;
-  const int rc = call_and_wait(*resident, &message);
+  const int rc = call_and_wait(p, *resident, &message);
   ASSERT_EQ(rc, 0) << "a valid case was rejected: " << message;
   EXPECT_TRUE(large_backing_conforms(p, *resident, reference, name));
 }
@@ -420,7 +428,7 @@ TEST_P(LargePageStride, AtTwoToThe31IsRejectedWithItsCodeAndNothingIsWritten) {
   KVC_REQUIRE_FREE_DEVICE_MEMORY(device_bytes_needed(p));
   const std::unique_ptr<testkit::DeviceCaseBuffers> resident = upload(p);
   std::string message;
-  const int rc = call_and_wait(*resident, &message);
+  const int rc = call_and_wait(p, *resident, &message);
   EXPECT_EQ(rc, static_cast<int>(ErrorCode::kPageStrideTooLarge))
       << "a packed page stride of 2^31 bytes must be rejected with kPageStrideTooLarge (118); the library said " << rc
       << ": " << message;

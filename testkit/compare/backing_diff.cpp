@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "testkit/backends/backing.h"
+#include "testkit/compare/out_of_range_rows.h"
 
 namespace kvc::testkit {
 namespace {
@@ -140,7 +141,12 @@ std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8
     classes += (classes.empty() ? "" : ", ") + std::string(name(stray));
   }
   if (classes.empty()) return "";
-  return "bytes outside the addressed records changed (" + classes + ")\n" +
+  // Rows whose slot puts their record outside the cache are named before the bytes: the diff alone
+  // says only that bytes outside the view changed.
+  std::string rows;
+  for (const std::string& line : attribute_out_of_bounds_writes(c, changed_ranges(before, after)).lines())
+    rows += "  " + line + "\n";
+  return "bytes outside the addressed records changed (" + classes + ")\n" + rows +
          format_case_report(c, written, before, after, ctx);
 }
 

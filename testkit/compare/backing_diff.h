@@ -74,7 +74,9 @@ std::string format_case_report(const InsertCase& c, const DiffReport& report, co
 // The locality check of an op that must write only its addressed records (a valid call, or a
 // rejected one that must write nothing): "" when no byte outside the addressed records changed
 // between `before` and `after` (page padding, row gaps, foreign slots, outside the view); else
-// "bytes outside the addressed records changed (<every such class>)" and the diff's report.
+// "bytes outside the addressed records changed (<every such class>)", a line per row whose
+// out-of-range slot explains bytes outside the cache (out_of_range_rows.h: "row 3, slot 32 >=
+// capacity 32 (contract §5.4): 256 bytes written past the cache end"), and the diff's report.
 std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8_t>& before,
                                const std::vector<std::uint8_t>& after, const ReportContext& ctx);
 

@@ -21,6 +21,7 @@
 #include "kvc/oracle/ue8m0.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/compare/byte_class.h"
+#include "testkit/compare/out_of_range_rows.h"
 #include "testkit/compare/row_variants.h"
 
 namespace kvc::testkit {
@@ -212,6 +213,22 @@ class Classifier {
       }
     }
     return {};
+  }
+
+  // The rows whose out-of-range slot explains the bytes changed in `ranges` outside the cache
+  // (out_of_range_rows.h), one line each.
+  std::vector<std::string> rows_blamed(const std::vector<Range>& ranges) const {
+    std::vector<ByteRange> changed;
+    const auto size = static_cast<std::int64_t>(std::min(initial_.size(), actual_.size()));
+    for (const Range& r : ranges)
+      for (std::int64_t i = std::max<std::int64_t>(r.first, 0); i < std::min(r.second, size); ++i) {
+        if (initial_[static_cast<std::size_t>(i)] == actual_[static_cast<std::size_t>(i)]) continue;
+        if (!changed.empty() && changed.back().end == i)
+          changed.back().end = i + 1;
+        else
+          changed.push_back({i, i + 1});
+      }
+    return attribute_out_of_bounds_writes(c_, std::move(changed)).lines();
   }
 
   static bool equal_on(const Bytes& a, const Bytes& b, const std::vector<Range>& ranges) {
@@ -491,6 +508,7 @@ class Classifier {
                        std::to_string(site->first_offset) + " (" +
                        hex(initial_[static_cast<std::size_t>(site->first_offset)], 2) + " -> " +
                        hex(actual_[static_cast<std::size_t>(site->first_offset)], 2) + ")";
+        for (const std::string& line : rows_blamed(site_ranges(key))) site->detail += "; " + line;
         return;
       case SiteKind::kForeignSlot:
       case SiteKind::kRowGap:

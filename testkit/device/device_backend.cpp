@@ -8,6 +8,8 @@
 
 #include "kvc/abi/enum_mapping.h"
 #include "testkit/backends/backing.h"
+#include "testkit/compare/out_of_range_rows.h"
+#include "testkit/device/device_fault.h"
 #include "testkit/device/guarded_tensors.h"
 #include "kvc/validate.h"
 #include "kvc/validate_store.h"
@@ -103,8 +105,8 @@ Status DeviceBackend::call_library(const char* entry_point, const GuardedTensors
   // answered must survive it (the probe reports both).
   checks_.abi_status = rc;
   checks_.abi_message = error;
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())),
-             std::string("synchronising after ") + entry_point);
+  if (const cudaError_t synced = cudaStreamSynchronize(static_cast<cudaStream_t>(stream())); synced != cudaSuccess)
+    throw device_fault(synced, library_.describe(), entry_point, call_description_);
   call.check(rc == KVC_STATUS_OK ? CallOutcome::kAccepted : CallOutcome::kRejected, &checks_.damage);
   const Status status = status_of(rc, entry_point, error);
   finish_damage_checks();
@@ -120,6 +122,7 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   if (const std::string why = abi_inexpressible(c); !why.empty())
     throw std::invalid_argument("the case cannot be passed through the kernel ABI: " + why);
 
+  call_description_ = describe_insert_call(c);
   GuardedTensors call(TransferPath::kLegacyStream);
   InsertCallTensors t;
   t.kv = call.input("kv", c.kv);
@@ -127,8 +130,11 @@ Status DeviceBackend::run(const InsertCase& c, InsertOutputs& out) {
   t.position_ids = call.input("position_ids", c.positions);
   t.cos_sin_cache = call.input("cos_sin_cache", c.cos_sin);
   t.fp8_scale = call.input("fp8_scale", c.fp8_scale);
-  const GuardedTensors::BufferId cache_buffer =
-      call.upload(kCacheBackingBuffer, out.cache, BufferRole::kOutput, cache_guard_bytes(c.cache));
+  const GuardedTensors::BufferId cache_buffer = call.upload(kCacheBackingBuffer, out.cache, BufferRole::kOutput,
+                                                            cache_guard_bytes(c.cache), options_.cache_placement);
+  call.explain_damage(cache_buffer, [&c](const std::vector<ByteRange>& changed) {
+    return attribute_out_of_bounds_writes(c, changed).lines();
+  });
   t.kv_cache = call.view(cache_buffer, cache_meta(c.cache));
 
   const KernelAbi& abi = library_.abi();
@@ -180,6 +186,7 @@ Status DeviceBackend::kv_norm(const HostTensor& kv, const HostTensor& weight, fl
       throw std::invalid_argument("the call cannot be passed through the kernel ABI: " + why);
 
   const std::int64_t rows = kv.meta.rank() >= 1 ? kv.meta.size(0) : 0;
+  call_description_ = {"kv_norm of " + std::to_string(rows) + " rows" + (in_place ? ", in place" : "")};
   TensorMeta out_meta = contiguous_meta(DType::kBF16, {rows, kHeadDim});
   GuardedTensors call(TransferPath::kLegacyStream);
   const DLTensor* kv_tensor = nullptr;
@@ -236,6 +243,8 @@ Status DeviceBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& b
     if (std::string why = meta_inexpressible(name, *m); !why.empty())
       throw std::invalid_argument("the store case cannot be passed through the kernel ABI: " + why);
 
+  call_description_ = {"store_rotated into " + std::string(layout_of(store_format(c)).name) + ", " +
+                       std::to_string(c.rows.meta.rank() >= 1 ? c.rows.meta.size(0) : 0) + " rows"};
   GuardedTensors call(TransferPath::kLegacyStream);
   const DLTensor* rows = call.input("rows", c.rows);
   const DLTensor* indices = call.input("indices", c.indices);

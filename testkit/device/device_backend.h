@@ -13,8 +13,10 @@
 //
 // Damage (a guard byte or an input byte changed, or any byte after a rejection) is memory
 // corruption, never a status: by default run() throws BufferDamageError naming the buffer,
-// region and offset, so no caller (a test, a fuzz property, the runner) can miss it; with
-// throw_on_damage off it is only recorded in last_checks().
+// region and offset (and, for the cache, the rows whose slot addresses the damaged bytes), so no
+// caller (a test, a fuzz property, the runner) can miss it; with throw_on_damage off it is only
+// recorded in last_checks(). A write farther out faults; the fault surfaces at the
+// synchronisation and is thrown as DeviceFaultError (device_fault.h), whatever throw_on_damage.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,7 @@
 #include "testkit/device/abi_args.h"
 #include "testkit/device/declared_support.h"
 #include "testkit/device/device_buffers.h"
+#include "testkit/device/guarded_layout.h"
 #include "testkit/device/kernel_library.h"
 #include "testkit/device/owned_stream.h"
 
@@ -48,6 +51,9 @@ struct DeviceBackendOptions {
   // large-batch grid. Bytes must not depend on it.
   int force_grid = 0;
   bool throw_on_damage = true;
+  // Where the cache backing sits in its allocation: between two guard zones, or at its first
+  // byte with unmapped addresses right before it (a page -1 write then faults).
+  PayloadPlacement cache_placement = PayloadPlacement::kBetweenGuards;
 };
 
 class BufferDamageError : public std::runtime_error {
@@ -133,6 +139,7 @@ class DeviceBackend final : public Backend {
   void* stream();  // the backend's own stream, created on first use
   std::optional<OwnedStream> stream_;
   DeviceRunChecks checks_;
+  std::vector<std::string> call_description_;  // what a fault report says about the call in flight
   std::int64_t abi_calls_ = 0;
   DeclaredSupport declared_;
 };

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "testkit/device/guard_pattern.h"
+
 namespace kvc::testkit {
 namespace {
 
@@ -18,11 +20,7 @@ std::string hex_byte(std::uint8_t b) {
 
 }  // namespace
 
-std::uint8_t guard_byte(std::int64_t index) {
-  // A multiplicative hash of the index: no run of equal bytes, so neither a constant fill nor a
-  // shifted copy of the guard itself can pass for it.
-  return static_cast<std::uint8_t>((static_cast<std::uint64_t>(index) * 0x9E3779B97F4A7C15ull) >> 56);
-}
+std::uint8_t guard_byte(std::int64_t index) { return guard_pattern_byte(index); }
 
 std::int64_t device_guard_bytes(std::int64_t requested) {
   static const bool off = [] {
@@ -61,8 +59,10 @@ std::string cuda_device_unavailable() {
 
 std::string BufferDamage::to_string() const {
   const std::string where = offset >= 0 ? "+" + std::to_string(offset) : std::to_string(offset);
-  return buffer + ": " + region + ": " + std::to_string(bytes) + " byte(s) differ, first at payload offset " + where +
-         " (expected " + hex_byte(expected) + ", got " + hex_byte(actual) + ")";
+  std::string s = buffer + ": " + region + ": " + std::to_string(bytes) + " byte(s) differ, first at payload offset " +
+                  where + " (expected " + hex_byte(expected) + ", got " + hex_byte(actual) + ")";
+  for (const std::string& line : explanation) s += "\n    " + line;
+  return s;
 }
 
 }  // namespace kvc::testkit

@@ -2,21 +2,28 @@
 // buffer-damage reports.
 //
 // Every tensor a device backend hands a kernel lives in its own allocation: a guard zone, the
-// payload, another guard zone (guarded_buffer.h). The guard bytes hold a position-dependent
-// pattern, so a stray write of any constant (the canary, a zero, a record byte) or a shifted copy
-// of the payload shows up. After a call every guard byte and every input payload byte is
-// checked; what differs is reported with the buffer's name and the offset.
+// payload, another guard zone (guarded_buffer.h), inside a reserved address range whose
+// neighbours are unmapped (device_allocation.h). The guard bytes hold a position-dependent
+// pattern (guard_pattern.h), so a stray write of any constant (the canary, a zero, a record byte)
+// or a shifted copy of the payload shows up. After a call every guard byte and every input
+// payload byte is checked; what differs is reported with the buffer's name, the offset, the
+// changed ranges and, where the buffer's owner can tell, what wrote them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "testkit/compare/byte_range.h"
 
 namespace kvc::testkit {
 
 // Guard zone size on each side unless a buffer asks for more (the cache asks for a page, so a
-// write to page -1 or to page num_blocks lands in a guard). A multiple of 256 keeps the payload
-// at cudaMalloc's 256-byte alignment; misaligned bases are made with DLTensor.byte_offset.
+// write to page -1 or to page num_blocks lands in a guard); the allocation's rounding makes the
+// zones longer (guarded_layout.h). A multiple of 256 keeps the payload at cudaMalloc's 256-byte
+// alignment; misaligned bases are made with DLTensor.byte_offset.
 inline constexpr std::int64_t kDeviceGuardBytes = 4096;
 inline constexpr std::int64_t kDeviceAllocationAlignment = 256;
 
@@ -63,7 +70,15 @@ struct BufferDamage {
   std::int64_t bytes = 0;     // damaged bytes in the region
   std::uint8_t expected = 0;  // at `offset`
   std::uint8_t actual = 0;
-  // "kv: guard after: 12 bytes differ, first at payload offset +262144 (expected 0x3b, got 0xa5)"
+  // Guard zones: the changed bytes as payload offsets, in runs (at most kMaxChangedRanges; past
+  // that the last run is stretched over the rest).
+  static constexpr std::size_t kMaxChangedRanges = 4096;
+  std::vector<ByteRange> changed;
+  // What wrote them, when the buffer's owner can tell (the cache: the rows whose slot addresses
+  // outside it, out_of_range_rows.h), one line each.
+  std::vector<std::string> explanation;
+  // "kv: guard after: 12 bytes differ, first at payload offset +262144 (expected 0x3b, got 0xa5)",
+  // then each explanation line on a line of its own, indented.
   std::string to_string() const;
 };
 

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "testkit/backends/backing.h"
+#include "testkit/compare/backing_diff.h"
+#include "testkit/compare/out_of_range_rows.h"
 #include "testkit/device/abi_args.h"
 
 namespace kvc::testkit {
@@ -97,6 +99,11 @@ DeviceCaseBuffers::DeviceCaseBuffers(const InsertCase& c, const InsertOutputs& i
       b.write(0, in.tensor->bytes.data(), b.payload_bytes());
   }
   GuardedDeviceBuffer& cache = add(CaseTensor::kCache, backing_bytes, cache_guard_bytes(c.cache), BufferRole::kOutput);
+  slots_ = case_slots(c);
+  tensors_->explain_damage(static_cast<GuardedTensors::BufferId>(index_[static_cast<std::size_t>(CaseTensor::kCache)]),
+                           [this](const std::vector<ByteRange>& changed) {
+                             return attribute_out_of_bounds_writes(view_of(case_), slots_, changed).lines();
+                           });
   if (initial.cache.empty())
     cache.fill(kCanary);
   else
@@ -198,6 +205,7 @@ void DeviceCaseBuffers::write_inputs(const InsertCase& next) {
   }
   if (next.op == InsertOp::kLegacy && !same_meta(next.q_out, case_.q_out))
     throw std::invalid_argument("write_inputs: q_out has other metadata than the resident case's");
+  if (!next.slots.bytes.empty()) slots_ = case_slots(next);
   for (const auto& [id, pair] : tensors) {
     const HostTensor& t = *pair.first;
     if (!t.present || index_[static_cast<std::size_t>(id)] < 0) continue;

@@ -82,7 +82,7 @@ class DeviceCaseBuffers {
   ScanResult scan(CaseTensor t, std::uint8_t fill, std::vector<ByteRange> excluded, std::size_t max_reported) const;
 
   // Damage: both guard zones of every buffer, and every input payload that differs from what
-  // was last written to it.
+  // was last written to it; the cache's guard damage names the rows whose slot addresses it.
   std::vector<BufferDamage> damage() const;
 
   std::int64_t payload_bytes(CaseTensor t) const;
@@ -93,6 +93,7 @@ class DeviceCaseBuffers {
   const DLTensor* view(CaseTensor t, const TensorMeta& meta);
 
   InsertCase case_;                          // metadata only: the bytes are dropped after the upload
+  std::vector<std::int64_t> slots_;          // the slots of rows t < M, kept to name out-of-range rows
   std::unique_ptr<GuardedTensors> tensors_;  // staged transfers, sized once the case is known
   std::vector<int> index_;                   // CaseTensor -> buffer id, -1 when absent
   kvc_kv_only_insert_args kv_only_args_{};

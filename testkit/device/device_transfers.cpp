@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "testkit/device/device_buffers.h"
+#include "testkit/device/guard_scan.h"
 
 namespace kvc::testkit {
 namespace {
@@ -45,7 +46,8 @@ DeviceTransfers::DeviceTransfers(TransferPath path, std::int64_t largest_transfe
 }
 
 DeviceTransfers::~DeviceTransfers() {
-  if (pinned_ != nullptr) cudaFreeHost(pinned_);  // nothing to do about a failure here
+  if (scan_flags_ != nullptr) cudaFree(scan_flags_);  // nothing to do about a failure here
+  if (pinned_ != nullptr) cudaFreeHost(pinned_);      // nothing to do about a failure here
   if (stream_ != nullptr) cudaStreamDestroy(as_stream(stream_));
 }
 
@@ -76,6 +78,45 @@ void DeviceTransfers::fill(std::uint8_t* device, std::uint8_t value, std::int64_
   }
   check_cuda(cudaMemsetAsync(device, value, static_cast<std::size_t>(n), as_stream(stream_)), "fill of " + what);
   check_cuda(cudaStreamSynchronize(as_stream(stream_)), "fill of " + what);
+}
+
+void* DeviceTransfers::kernel_stream() const {
+  return path_ == TransferPath::kLegacyStream ? static_cast<void*>(cudaStreamLegacy) : stream_;
+}
+
+void DeviceTransfers::fill_guard(std::uint8_t* zone, std::int64_t n, const std::string& what) {
+  if (n <= 0) return;
+  check_cuda(enqueue_guard_fill(zone, n, kernel_stream()), "guard fill of " + what);
+  // The library runs on a stream of its own, not ordered after either path's: wait until the
+  // pattern has landed, as every upload does.
+  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(kernel_stream())), "guard fill of " + what);
+}
+
+std::vector<std::int64_t> DeviceTransfers::blocks_off_guard(const std::uint8_t* zone, std::int64_t n,
+                                                            const std::string& what) const {
+  std::vector<std::int64_t> blocks;
+  const std::int64_t count = guard_scan_blocks(n);
+  if (count == 0) return blocks;
+  if (count > scan_flags_capacity_) {
+    // Grown rarely (the largest zone so far): a free synchronises the device.
+    if (scan_flags_ != nullptr) cudaFree(scan_flags_);
+    scan_flags_ = nullptr;
+    scan_flags_capacity_ = 0;
+    void* p = nullptr;
+    const std::int64_t capacity = std::max<std::int64_t>(count, 1024);
+    check_cuda(cudaMalloc(&p, static_cast<std::size_t>(capacity)), "cudaMalloc of the guard scan flags");
+    scan_flags_ = static_cast<std::uint8_t*>(p);
+    scan_flags_capacity_ = capacity;
+  }
+  check_cuda(enqueue_guard_scan(zone, n, scan_flags_, kernel_stream()), "guard scan of " + what);
+  // The copies below run on the kernel's stream (the legacy default stream's cudaMemcpy, or the
+  // staged stream): ordered after the scan.
+  for_each_chunk(scan_flags_, count, "guard scan of " + what,
+                 [&](std::int64_t base, const std::uint8_t* flags, std::int64_t k) {
+                   for (std::int64_t i = 0; i < k; ++i)
+                     if (flags[i] != 0) blocks.push_back(base + i);
+                 });
+  return blocks;
 }
 
 void DeviceTransfers::download(const std::uint8_t* device, std::int64_t n, std::uint8_t* host,

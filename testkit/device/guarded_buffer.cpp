@@ -1,11 +1,12 @@
 // guarded_buffer.cpp: guarded device allocations and their checks (see guarded_buffer.h).
 #include "testkit/device/guarded_buffer.h"
 
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+
+#include "testkit/device/guard_pattern.h"
+#include "testkit/device/guard_scan.h"
 
 namespace kvc::testkit {
 namespace {
@@ -13,12 +14,6 @@ namespace {
 // Bytes compared with memcmp before a byte-by-byte look: checks and scans run at memory speed
 // when clean.
 constexpr std::int64_t kCompareBlockBytes = 4096;
-
-std::vector<std::uint8_t> guard_pattern(std::int64_t bytes) {
-  std::vector<std::uint8_t> g(static_cast<std::size_t>(bytes));
-  for (std::int64_t i = 0; i < bytes; ++i) g[static_cast<std::size_t>(i)] = guard_byte(i);
-  return g;
-}
 
 std::string range_text(const char* verb, const std::string& name, std::int64_t n, std::int64_t offset,
                        std::int64_t payload_bytes) {
@@ -49,37 +44,40 @@ void compare_region(const DeviceTransfers& io, const std::string& buffer, const 
   if (d.bytes > 0) damage->push_back(d);
 }
 
+// The layout of a buffer: the guard zones device_guard_bytes() gives (none when off), rounded to
+// the reserved-range granularity where the device has one.
+GuardedLayout plan(std::int64_t payload_bytes, std::int64_t guard_bytes, PayloadPlacement placement) {
+  const std::int64_t guard = device_guard_bytes(guard_bytes);
+  const std::int64_t granularity = guard > 0 ? reserved_range_granularity() : 0;
+  return guarded_layout(payload_bytes, guard, placement, granularity > 0 ? granularity : 1, kDeviceAllocationAlignment);
+}
+
 }  // namespace
 
 GuardedDeviceBuffer::GuardedDeviceBuffer(std::string name, std::int64_t payload_bytes, std::int64_t guard_bytes,
-                                         DeviceTransfers* io)
-    : name_(std::move(name)), io_(io), guard_bytes_(device_guard_bytes(guard_bytes)), payload_bytes_(payload_bytes) {
-  const std::int64_t total = payload_bytes_ + 2 * guard_bytes_;
-  void* p = nullptr;
-  // Never a 0-byte allocation (an empty payload without guards still gets a valid pointer).
-  check_cuda(cudaMalloc(&p, static_cast<std::size_t>(std::max<std::int64_t>(total, 1))),
-             "cudaMalloc of " + std::to_string(total) + " bytes for " + name_);
-  allocation_ = static_cast<std::uint8_t*>(p);
-  try {
-    const std::vector<std::uint8_t> guard = guard_pattern(guard_bytes_);
-    io_->upload(allocation_, guard.data(), guard_bytes_, "the guard before " + name_);
-    io_->upload(payload() + payload_bytes_, guard.data(), guard_bytes_, "the guard after " + name_);
-  } catch (...) {
-    cudaFree(allocation_);  // the destructor does not run for a throwing constructor
-    throw;
-  }
+                                         DeviceTransfers* io, PayloadPlacement placement)
+    : name_(std::move(name)),
+      io_(io),
+      payload_bytes_(payload_bytes),
+      layout_(plan(payload_bytes, guard_bytes, placement)),
+      // Without guards (KVC_DEVICE_GUARDS=off, for memcheck) an allocation of the payload's own
+      // size, so that the sanitizer sees any access past it.
+      allocation_(layout_.allocation_bytes, std::max(kMinUnmappedNeighbourBytes, payload_bytes),
+                  device_guard_bytes(guard_bytes) > 0 ? AllocationKind::kReservedRange : AllocationKind::kCudaMalloc,
+                  name_) {
+  // A throw from here frees the allocation: it is a member already constructed.
+  io_->fill_guard(allocation_.base(), layout_.guard_before, "the guard before " + name_);
+  io_->fill_guard(payload() + payload_bytes_, layout_.guard_after, "the guard after " + name_);
 }
 
-GuardedDeviceBuffer::~GuardedDeviceBuffer() {
-  if (allocation_ != nullptr) cudaFree(allocation_);  // nothing to do about a failure here
-}
+GuardedDeviceBuffer::~GuardedDeviceBuffer() = default;
 
 GuardedDeviceBuffer::GuardedDeviceBuffer(GuardedDeviceBuffer&& other) noexcept
     : name_(std::move(other.name_)),
       io_(other.io_),
-      allocation_(std::exchange(other.allocation_, nullptr)),
-      guard_bytes_(other.guard_bytes_),
       payload_bytes_(other.payload_bytes_),
+      layout_(other.layout_),
+      allocation_(std::move(other.allocation_)),
       fill_(other.fill_),
       patches_(std::move(other.patches_)) {}
 
@@ -168,13 +166,35 @@ ScanResult GuardedDeviceBuffer::scan(std::uint8_t fill, std::vector<ByteRange> e
 }
 
 void GuardedDeviceBuffer::check_guards(std::vector<BufferDamage>* damage) const {
-  const std::vector<std::uint8_t> guard = guard_pattern(guard_bytes_);
-  auto pattern = [&](std::int64_t base, std::int64_t n, std::vector<std::uint8_t>* out) {
-    out->assign(guard.begin() + base, guard.begin() + base + n);
-  };
-  compare_region(*io_, name_, kGuardBeforeRegion, allocation_, guard_bytes_, -guard_bytes_, pattern, damage);
-  compare_region(*io_, name_, kGuardAfterRegion, payload() + payload_bytes_, guard_bytes_, payload_bytes_, pattern,
-                 damage);
+  check_guard_zone(kGuardBeforeRegion, allocation_.base(), layout_.guard_before, -layout_.guard_before, damage);
+  check_guard_zone(kGuardAfterRegion, payload() + payload_bytes_, layout_.guard_after, payload_bytes_, damage);
+}
+
+void GuardedDeviceBuffer::check_guard_zone(const char* region, const std::uint8_t* zone, std::int64_t n,
+                                           std::int64_t first_offset, std::vector<BufferDamage>* damage) const {
+  BufferDamage d;
+  d.buffer = name_;
+  d.region = region;
+  std::vector<std::uint8_t> bytes;
+  for (const std::int64_t block : io_->blocks_off_guard(zone, n, std::string(region) + " " + name_)) {
+    const std::int64_t begin = block * kGuardScanBlockBytes;
+    const std::int64_t count = std::min(kGuardScanBlockBytes, n - begin);
+    bytes.resize(static_cast<std::size_t>(count));
+    io_->download(zone + begin, count, bytes.data(), name_);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const std::int64_t at = begin + i;
+      const std::uint8_t want = guard_pattern_byte(at);
+      const std::uint8_t got = bytes[static_cast<std::size_t>(i)];
+      if (got == want) continue;
+      if (d.bytes++ == 0) d.offset = first_offset + at, d.expected = want, d.actual = got;
+      const std::int64_t offset = first_offset + at;
+      if (!d.changed.empty() && (d.changed.back().end == offset || d.changed.size() == BufferDamage::kMaxChangedRanges))
+        d.changed.back().end = offset + 1;
+      else
+        d.changed.push_back({offset, offset + 1});
+    }
+  }
+  if (d.bytes > 0) damage->push_back(d);
 }
 
 void GuardedDeviceBuffer::check_payload(const std::string& region, std::vector<BufferDamage>* damage) const {

@@ -6,11 +6,14 @@
 // views over them (device_tensor.h), and one DeviceTransfers path for every copy. After a call,
 // check() reports damage: guard zones always, inputs against their bytes always, and every
 // buffer against what it held before when the call was rejected (a rejected call writes nothing).
+// A buffer whose owner can say what wrote into its guard zones (the cache: the rows whose slot
+// addresses outside it) gets an explainer, whose lines go under its damage.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,11 +47,13 @@ class GuardedTensors {
 
   // A buffer of `payload_bytes`, its payload not yet set (fill() or write() it).
   BufferId add(std::string name, std::int64_t payload_bytes, BufferRole role,
-               std::int64_t guard_bytes = kDeviceGuardBytes);
+               std::int64_t guard_bytes = kDeviceGuardBytes,
+               PayloadPlacement placement = PayloadPlacement::kBetweenGuards);
   // A buffer holding `bytes`, which are what it is checked against afterwards, without a copy:
   // they must outlive the checks (the case's own tensors, the caller's outputs).
   BufferId upload(std::string name, const std::vector<std::uint8_t>& bytes, BufferRole role,
-                  std::int64_t guard_bytes = kDeviceGuardBytes);
+                  std::int64_t guard_bytes = kDeviceGuardBytes,
+                  PayloadPlacement placement = PayloadPlacement::kBetweenGuards);
   // The same for bytes made for the call, kept here.
   BufferId upload_owned(std::string name, std::vector<std::uint8_t> bytes, BufferRole role,
                         std::int64_t guard_bytes = kDeviceGuardBytes);
@@ -58,6 +63,11 @@ class GuardedTensors {
   const DLTensor* view(BufferId id, const TensorMeta& meta);
   // Uploads a present input tensor and returns its view; nullptr for an absent optional.
   const DLTensor* input(std::string name, const HostTensor& t);
+
+  // Lines saying what wrote a buffer's changed guard bytes, given them as payload offsets
+  // (BufferDamage::changed); they become the damage's explanation.
+  using DamageExplainer = std::function<std::vector<std::string>(const std::vector<ByteRange>& changed)>;
+  void explain_damage(BufferId id, DamageExplainer explain) { buffers_[id].explain = std::move(explain); }
 
   GuardedDeviceBuffer& buffer(BufferId id) { return buffers_[id].device; }
   const GuardedDeviceBuffer& buffer(BufferId id) const { return buffers_[id].device; }
@@ -72,6 +82,7 @@ class GuardedTensors {
   struct Buffer {
     GuardedDeviceBuffer device;
     BufferRole role;
+    DamageExplainer explain;  // empty: the damage is reported as found
   };
 
   int device_;
