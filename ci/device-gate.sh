@@ -213,7 +213,9 @@ double_stage() {
   python3 "$KVC_ROOT/ci/double_verdicts.py" "$junit" --must-fail "$must_fail" || status=1
   echo "--- kvconform run --kernels $(basename "$lib") $*; must exit $run_exit"
   set +e
-  "$build_dir/runner/kvconform" run --kernels "$lib" --max-tokens "${double_max_tokens}" \
+  local size=(--max-tokens "$double_max_tokens")
+  case " $* " in *" --max-tokens "*) size=() ;; esac  # the line's own size wins
+  "$build_dir/runner/kvconform" run --kernels "$lib" "${size[@]}" \
     --json "$log_dir/kvconform-double-$name.json" "$@" >"$log_dir/kvconform-double-$name.log" 2>&1
   rc=$?
   set -e
@@ -232,7 +234,7 @@ double_stage() {
 
 if [ $doubles -eq 1 ]; then
   # fd 3: the stages' commands read nothing from the table.
-  while IFS='|' read -r name tests must_fail run_exit run_args <&3; do
+  while IFS=';' read -r name tests must_fail run_exit run_args <&3; do
     name="$(echo "$name" | xargs)"
     case "$name" in '' | '#'*) continue ;; esac
     # shellcheck disable=SC2086  # run_args: words, by design
