@@ -124,7 +124,7 @@ TEST_P(ProbeInsertWrites, AWritePastTheCacheIsNamedWithItsRowAndSlot) {
       record + layout_of(GetParam()).record_width * c.cache.element_bytes() - static_cast<std::int64_t>(after.size());
   ASSERT_GT(into_guard, 0);
   BufferDamage guard{
-      kCacheBackingBuffer, kGuardAfterRegion, static_cast<std::int64_t>(after.size()), into_guard, 0, 0x5A};
+      kCacheBackingBuffer, kGuardAfterRegion, static_cast<std::int64_t>(after.size()), into_guard, 0, 0x5A, {}, {}};
 
   ProbeObservation o;
   observe_insert_call(c, {guard}, out.cache, &after, &o);
@@ -192,10 +192,10 @@ TEST(ProbeDamage, ARejectedCallsWritesAndChangedInputsAreLocated) {
   ProbeObservation o;
   o.status = 101;
   observe_insert_call(c,
-                      {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, in_record, 2, 0xA5, 0},
-                       {kCacheBackingBuffer, kWrittenByRejectedCallRegion, in_padding, 1, 0xA5, 0},
-                       {"position_ids", kInputChangedRegion, 8, 1, 0, 1},
-                       {"q_out", kWrittenByRejectedCallRegion, 0, 4, 0xA5, 0}},
+                      {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, in_record, 2, 0xA5, 0, {}, {}},
+                       {kCacheBackingBuffer, kWrittenByRejectedCallRegion, in_padding, 1, 0xA5, 0, {}, {}},
+                       {"position_ids", kInputChangedRegion, 8, 1, 0, 1, {}, {}},
+                       {"q_out", kWrittenByRejectedCallRegion, 0, 4, 0xA5, 0, {}, {}}},
                       before, nullptr, &o);
   ASSERT_EQ(o.writes.size(), 4u);
   EXPECT_EQ(o.writes[0].site, WriteSite::kAddressedRecord);
@@ -221,7 +221,7 @@ TEST(ProbeDamage, UnwalkableViewsAndOtherDtypesAreSafe) {
     std::vector<std::uint8_t> after = out.cache;
     after[5] ^= 1;
     ProbeObservation o;
-    observe_insert_call(c, {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, 5, 1, 0xA5, 0xA4}}, out.cache, &after,
+    observe_insert_call(c, {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, 5, 1, 0xA5, 0xA4, {}, {}}}, out.cache, &after,
                         &o);
     EXPECT_FALSE(o.writes.empty());
   }
@@ -306,7 +306,7 @@ TEST(ProbeStackedWrites, PoolRowsForeignSlotsPastThePoolAndReadsPastATable) {
   past.cache_loc.store<std::int64_t>(1, slots);
   ProbeObservation beyond;
   observe_stacked_call(past,
-                       {{stacked_pool_buffer(0, 'K'), kGuardAfterRegion, slots * slot_stride, row_bytes, 0, 0x11}},
+                       {{stacked_pool_buffer(0, 'K'), kGuardAfterRegion, slots * slot_stride, row_bytes, 0, 0x11, {}, {}}},
                        before, nullptr, &beyond);
   ASSERT_EQ(beyond.bad_rows.size(), 1u);
   EXPECT_EQ(beyond.bad_rows[0].kind, BadRowKind::kSlotPastCache);
