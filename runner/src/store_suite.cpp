@@ -8,11 +8,9 @@
 
 #include "kernel_suite_support.h"
 #include "kvc/oracle/store_rotated.h"
-#include "recording_backend.h"
 #include "stopwatch.h"
 #include "testkit/cases/registry.h"
 #include "testkit/cases/store_cases.h"
-#include "testkit/compare/policy_report.h"
 
 namespace kvc::runner {
 namespace {
@@ -41,38 +39,6 @@ StoreCase store_case(const cases::ConformanceSpec& spec, StoreCache cache) {
   return testkit::make_store_case(shape, rows, indices);
 }
 
-// The bytes of what the library wrote that check_backend_store compared: the whole backing when
-// both accepted the case (profile checker) or both rejected it ("nothing written").
-std::int64_t compared_bytes(const testkit::BackendCheck& result, const testkit::DeviceBackend& device,
-                            const std::vector<std::uint8_t>& written) {
-  if (!device.last_checks().abi_called || result.oracle_status.code != result.backend_status.code) return 0;
-  if (result.oracle_status.ok()) return result.report.compared_bytes;
-  return static_cast<std::int64_t>(written.size());
-}
-
-void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& c, bool repeat,
-                 CheckResult& r) {
-  r.add_bytes(AbiOp::kStoreRotated, 0);
-  if (const testkit::Support s = device.supports_store(c); !s.supported) {
-    skip(r, s.reason);
-    return;
-  }
-  RecordingBackend recorder(device, options.profile);
-  judge_library_call(r, [&] {
-    const testkit::BackendCheck result = testkit::check_backend_store(recorder, c);
-    r.add_bytes(AbiOp::kStoreRotated, compared_bytes(result, device, recorder.last_store()));
-    if (!result.passed) {
-      fail(r, result.text);
-      return;
-    }
-    if (!repeat || !result.backend_status.ok()) return;
-    const std::vector<std::uint8_t> first = recorder.last_store();
-    std::vector<std::uint8_t> second = testkit::make_store_backing(c);
-    (void)device.run_store(c, second);
-    if (first != second) fail(r, "a second run wrote different bytes (the result depends on timing or the grid)");
-  });
-}
-
 }  // namespace
 
 void store_suite(const RunOptions& options, testkit::DeviceBackend& device, const RunSink& sink) {
@@ -89,7 +55,13 @@ void store_suite(const RunOptions& options, testkit::DeviceBackend& device, cons
       const bool sglang = cache == StoreCache::kSglangFlat;
       CheckResult r = kernel_check(kSuiteStore, std::string(abi_op_name(AbiOp::kStoreRotated)), format_key(spec.format),
                                    spec.name() + (sglang ? "_SglangFlatInt32" : ""));
-      store_check(options, device, store_case(spec, cache), !sglang, r);
+      const StoreCase c = store_case(spec, cache);
+      if (const testkit::Support s = device.supports_store(c); !s.supported) {
+        r.add_bytes(AbiOp::kStoreRotated, 0);
+        skip(r, s.reason);
+      } else {
+        check_store(device, options.profile, c, !sglang, r);
+      }
       r.seconds = clock.seconds();
       sink.record(r);
     }

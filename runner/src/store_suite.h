@@ -6,10 +6,10 @@
 //          (oracle::store_case_of), stored twice: into the scenario's own cache with int64 indices
 //          (then a second run must write the same bytes), and into SGLang's 2-D cache
 //          [pages, ceil(record * bs / 576) * 576] with int32 indices (testkit's store-case
-//          builder). Each through testkit::check_backend_store: the status, and the whole
-//          backing, canary included, against the oracle's store op under the profile the library
-//          declares for the store op (or --profile), with the policy report on a difference;
-//          guard zones intact, inputs unchanged. Skipped with the reason when the library does
+//          builder). Each judged by testkit's judge (testkit/compare/judge.h): the status, and
+//          the whole backing, canary included, against the oracle's store op under the profile
+//          the library declares for the store op (or --profile), with the policy report on a
+//          difference; guard zones intact, inputs unchanged. Skipped with the reason when the library does
 //          not export kvc_store_rotated or declares the format unsupported.
 // Built with the device backend only.
 #pragma once

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "testkit/backends/backing.h"
+#include "testkit/compare/q_out_diff.h"
 
 namespace kvc::testkit {
 namespace {
@@ -142,6 +143,14 @@ std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8
   if (classes.empty()) return "";
   return "bytes outside the addressed records changed (" + classes + ")\n" +
          format_case_report(c, written, before, after, ctx);
+}
+
+std::string outputs_difference_report(const InsertCase& c, const InsertOutputs& expected, const InsertOutputs& actual,
+                                      const ReportContext& ctx) {
+  std::string text;
+  if (expected.cache != actual.cache)
+    text += format_case_report(c, diff_case_backings(c, expected.cache, actual.cache), expected.cache, actual.cache, ctx);
+  return text + q_out_difference_report(c, expected.q_out, actual.q_out);
 }
 
 }  // namespace kvc::testkit
