@@ -5,11 +5,12 @@
 // block sizes and page strides as gpu_kv_insert_test), its rows rotated and rounded by the oracle
 // (oracle::store_case_of) and stored twice: into the scenario's own cache with int64 indices, and
 // into SGLang's 2-D cache [pages, ceil(record * bs / 576) * 576] with int32 indices. Each time the
-// whole backing, canary included, equals the oracle's store op under the profile the library
-// declares (on a difference the policy report names the policies the bytes follow and any address
-// error); guard zones are intact and inputs unchanged; a second run writes identical bytes. On the
-// scenario's own cache the device's KV-only insert of the unrotated rows writes the same bytes as
-// its store op (kv_only_insert == RoPE, then store_rotated, on the device).
+// whole backing, canary included, is judged (testkit/compare/judge.h) against the oracle's store
+// op under the profile the library declares (on a difference the policy report names the
+// policies the bytes follow and any address error); guard zones are intact and inputs unchanged;
+// a second run writes identical bytes. On the scenario's own cache the device's KV-only insert of
+// the unrotated rows writes the same bytes as its store op (kv_only_insert == RoPE, then
+// store_rotated, on the device).
 //
 // StoreRotatedAbi: every store validation rule rejected with its code and nothing written, by the
 // host harness (ABI never called) and, for the rules a metadata-only wrapper can see, by the
@@ -19,6 +20,7 @@
 
 #include <cstdio>
 #include <set>
+#include <utility>
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
@@ -55,22 +57,6 @@ StoreCase on_sglang_cache(const StoreCase& ours) {
   return c;
 }
 
-// The store case's backing equals the oracle's under the declared profile; the policy report when not.
-::testing::AssertionResult store_matches_oracle(testkit::DeviceBackend& device, const StoreCase& c,
-                                                const std::vector<std::uint8_t>& initial,
-                                                const std::vector<std::uint8_t>& actual, const std::string& name) {
-  const kvc::Profile declared = device.declared_store_profile(c);
-  oracle::OracleOptions o;
-  o.profile = declared;
-  std::vector<std::uint8_t> expected = initial;
-  const Status s = oracle::store_rotated(c, expected, o);
-  if (!s.ok()) return ::testing::AssertionFailure() << "the oracle rejected " << name << ": " << s.ToString();
-  if (expected == actual) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << name << ":\n"
-         << testkit::check_store_under_profile(c, declared, initial, actual, device.name()).text;
-}
-
 class KernelMatrixStore : public ::testing::TestWithParam<cases::ConformanceSpec> {};
 
 TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterministicAndEqualsKvOnly) {
@@ -90,11 +76,13 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
     const std::string name = spec.name() + (c.cache.rank() == 2 ? " on SGLang's cache, int32 indices" : "");
     SCOPED_TRACE(name);
     const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
-    std::vector<std::uint8_t> first = initial;
-    const Status s = device.run_store(c, first);
-    ASSERT_TRUE(s.ok()) << "a valid store case was rejected: " << s.ToString();
+    std::vector<std::uint8_t> written = initial;
+    const Status s = device.run_store(c, written);
     ASSERT_TRUE(gpu::clean(device));
-    EXPECT_TRUE(store_matches_oracle(device, c, initial, first, name));
+    const testkit::Verdict v = gpu::judge(device, c, s, std::move(written));
+    EXPECT_TRUE(gpu::passes(v, name));
+    if (!v.passed()) continue;
+    const std::vector<std::uint8_t>& first = v.actual.cache;
     std::vector<std::uint8_t> second = initial;
     ASSERT_TRUE(device.run_store(c, second).ok());
     EXPECT_TRUE(gpu::clean(device));
@@ -170,8 +158,7 @@ TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
     options.host_validation = false;
     testkit::DeviceBackend device = gpu::make_backend(options);
     if (!device.supports_store(skipped).supported) GTEST_SKIP() << device.supports_store(skipped).reason;
-    const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
-    std::vector<std::uint8_t> actual = initial;
+    std::vector<std::uint8_t> actual = testkit::make_store_backing(c);
     ASSERT_TRUE(device.run_store(c, actual).ok()) << "metadata is valid: the library must accept the call";
     // Stray writes are never excused by a profile (docs/contract.md §6.3): name the row behind each.
     std::vector<std::int64_t> slots;
@@ -181,7 +168,7 @@ TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
         ADD_FAILURE() << d.to_string() << ": row " << culprit.row << " (index " << culprit.slot << ") addressed by "
                       << culprit.arithmetic << " as page " << culprit.page << " token " << culprit.token;
     EXPECT_TRUE(gpu::clean(device)) << "a skipped index wrote outside the cache";
-    EXPECT_TRUE(store_matches_oracle(device, skipped, initial, actual, "wild indices"));
+    EXPECT_TRUE(gpu::passes(gpu::judge(device, skipped, Status::Ok(), std::move(actual)), "wild indices"));
   }
 }
 

@@ -12,7 +12,8 @@
 namespace kvc::runner {
 namespace {
 
-constexpr const char* kSecondRunDiffers = "a second run wrote different bytes (the result depends on timing or the grid)\n";
+constexpr const char* kSecondRunDiffers =
+    "a second run wrote different bytes (the result depends on timing or the grid)\n";
 
 testkit::JudgeOptions named(const testkit::DeviceBackend& device) {
   testkit::JudgeOptions o;
@@ -76,8 +77,8 @@ void check_store(testkit::DeviceBackend& device, const std::optional<kvc::Profil
   judge_library_call(r, [&] {
     std::vector<std::uint8_t> backing = testkit::make_store_backing(c);
     const Status s = device.run_store(c, backing);
-    const testkit::Verdict v =
-        testkit::judge_store(c, profile.value_or(device.declared_store_profile(c)), s, std::move(backing), named(device));
+    const testkit::Verdict v = testkit::judge_store(c, profile.value_or(device.declared_store_profile(c)), s,
+                                                    std::move(backing), named(device));
     record_verdict(r, AbiOp::kStoreRotated, v, device.last_checks().abi_called);
     if (!v.passed() || !repeat || !v.library_status.ok()) return;
     std::vector<std::uint8_t> second = testkit::make_store_backing(c);

@@ -149,7 +149,8 @@ std::string outputs_difference_report(const InsertCase& c, const InsertOutputs& 
                                       const ReportContext& ctx) {
   std::string text;
   if (expected.cache != actual.cache)
-    text += format_case_report(c, diff_case_backings(c, expected.cache, actual.cache), expected.cache, actual.cache, ctx);
+    text +=
+        format_case_report(c, diff_case_backings(c, expected.cache, actual.cache), expected.cache, actual.cache, ctx);
   return text + q_out_difference_report(c, expected.q_out, actual.q_out);
 }
 

@@ -28,8 +28,8 @@ std::string changed_bytes(const char* what, const std::vector<std::uint8_t>& bef
                           const std::vector<std::uint8_t>& after) {
   if (before == after) return "";
   if (before.size() != after.size())
-    return std::string("  ") + what + ": size " + std::to_string(before.size()) + " -> " + std::to_string(after.size()) +
-           "\n";
+    return std::string("  ") + what + ": size " + std::to_string(before.size()) + " -> " +
+           std::to_string(after.size()) + "\n";
   std::int64_t changed = 0, first = -1;
   for (std::size_t i = 0; i < before.size(); ++i)
     if (before[i] != after[i]) {

@@ -378,7 +378,6 @@ RowEncoder store_encoder(const StoreCase& c) {
   return e;
 }
 
-
 // A known mistake of the address arithmetic: where it puts a slot's record.
 struct AddressModel {
   const char* name;

@@ -10,6 +10,7 @@ std::string_view verdict_kind_name(VerdictKind k) {
     case VerdictKind::kMismatch: return "mismatch";
     case VerdictKind::kStatusDiffers: return "status differs";
     case VerdictKind::kWroteWhenRejected: return "wrote when rejected";
+    case VerdictKind::kWrongPath: return "wrong path";
   }
   return "?";
 }

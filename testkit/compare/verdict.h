@@ -25,12 +25,13 @@ enum class VerdictKind : std::uint8_t {
   kMismatch = 2,           // accepted as the oracle did; bytes differ
   kStatusDiffers = 3,      // the library's status is not the oracle's: no byte compared
   kWroteWhenRejected = 4,  // rejected with the oracle's code, but the outputs changed
+  kWrongPath = 5,          // the stacked op took another path than the call must take
 };
-inline constexpr std::array<VerdictKind, 5> kAllVerdictKinds = {
-    VerdictKind::kMatch, VerdictKind::kRejectedAlike, VerdictKind::kMismatch, VerdictKind::kStatusDiffers,
-    VerdictKind::kWroteWhenRejected};
+inline constexpr std::array<VerdictKind, 6> kAllVerdictKinds = {
+    VerdictKind::kMatch,         VerdictKind::kRejectedAlike,     VerdictKind::kMismatch,
+    VerdictKind::kStatusDiffers, VerdictKind::kWroteWhenRejected, VerdictKind::kWrongPath};
 
-// "match", "rejected alike", "mismatch", "status differs", "wrote when rejected".
+// "match", "rejected alike", "mismatch", "status differs", "wrote when rejected", "wrong path".
 std::string_view verdict_kind_name(VerdictKind k);
 
 struct Verdict {

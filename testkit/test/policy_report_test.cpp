@@ -58,8 +58,7 @@ TEST(PolicyReport, PassesEveryBackendUnderTheProfileItDeclares) {
   for (const char* name : {"vllm", "sglang-store", "clamp=sglang,floor=after"}) {
     PlantedBackend honest(spec(name), spec(name));
     for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
-      const testkit::Verdict check =
-          testkit::run_and_judge_store(honest, edge_store_case(f, StorePages::kSglangFlat));
+      const testkit::Verdict check = testkit::run_and_judge_store(honest, edge_store_case(f, StorePages::kSglangFlat));
       EXPECT_TRUE(check.passed()) << check.report;
     }
   }
