@@ -12,6 +12,7 @@
 // declare.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -113,18 +114,25 @@ TEST_P(JudgeAgreement, DeviceFuzzCampaign) {
   KVC_REQUIRE_DEVICE();
   const Double& d = GetParam();
   const std::string corpus = ::testing::TempDir() + "kvc-judge-agreement-corpus-" + d.name;
+  const std::string json = ::testing::TempDir() + "kvc-judge-agreement-fuzz-" + d.name + ".json";
   const ProgramRun r = run(KVC_FUZZ_BINARY,
                            "run --backend device --kernels '" + d.path +
                                "' --property differential --rounds 1 --cases 12 --max-tokens 64 "
                                "--max-legacy-tokens 64 --stop-on-failure --corpus '" +
-                               corpus + "'",
+                               corpus + "' --json '" + json + "'",
                            d.name + "-fuzz");
+  const nlohmann::json summary = kvc::testkit::read_json_file(json);
+  ASSERT_EQ(summary.at("properties").size(), 1u) << summary.dump();
+  const nlohmann::json& differential = summary.at("properties")[0];
   if (d.declares_what_it_writes) {
-    // 3: a coverage gap, the legacy op's classes (the double does not implement it); never 1.
+    // Exit 3 is a coverage gap: the legacy op's classes (its cases are discarded: the double does
+    // not implement it). Never 1, and KV-only cases were judged.
     EXPECT_TRUE(r.status == 0 || r.status == 3) << "exit " << r.status;
-    EXPECT_EQ(r.output.find("FAILED after"), std::string::npos);
+    EXPECT_EQ(differential.at("failures").get<int>(), 0) << differential.dump();
+    EXPECT_GT(differential.at("cases").get<std::int64_t>(), 0) << differential.dump();
   } else {
     EXPECT_EQ(r.status, 1);
+    EXPECT_GT(differential.at("failures").get<int>(), 0) << differential.dump();
     expect_the_sglang_policies_named(r);
   }
 #else
