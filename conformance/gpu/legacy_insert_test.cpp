@@ -1,8 +1,9 @@
 // legacy_insert_test.cpp (GPU): the legacy Q+KV insert of the kernel library against the oracle.
 //
-// KernelMatrixLegacy: every scenario of cases::kernel_matrix(kLegacy), with a random query: cache
-// backing and q output equal the oracle's byte for byte (or within the declared approximate-rsqrt
-// window), guard zones intact, inputs unchanged, a second run identical. For bf16_512 Q is
+// KernelMatrixLegacy: every scenario of cases::kernel_matrix(kLegacy), with a random query: the
+// judge's verdict (testkit/compare/judge.h): cache backing and q output equal the oracle's under
+// the declared profile byte for byte (or within the declared approximate-rsqrt window), guard
+// zones intact, inputs unchanged, a second run identical. For bf16_512 Q is
 // updated in place (q and q_out are one buffer).
 // LegacyGrids: the per-token grid and the large-batch grid (force_grid 1 and 2) write identical
 // bytes at 1023, 1024 and 1025 tokens, in every format. Catches a grid-dependent defect at the
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <utility>
 #include <ostream>
 
 #include "testkit/device/gpu_test_support.h"
@@ -79,13 +81,13 @@ TEST_P(LegacyGrids, PerTokenAndLargeBatchGridsWriteIdenticalBytes) {
   testkit::DeviceBackend a = gpu::make_backend(per_token), b = gpu::make_backend(large_batch);
   KVC_REQUIRE_SUPPORT(a, c);
   InsertOutputs by_token = testkit::make_outputs(c), by_batch = testkit::make_outputs(c);
-  ASSERT_TRUE(a.run(c, by_token).ok());
+  const Status s = a.run(c, by_token);
   ASSERT_TRUE(gpu::clean(a));
   ASSERT_TRUE(b.run(c, by_batch).ok());
   ASSERT_TRUE(gpu::clean(b));
   EXPECT_TRUE(
       gpu::identical_runs(c, by_token, by_batch, "per-token grid (force_grid 1)", "large-batch grid (force_grid 2)"));
-  EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), by_token, gpu::declared_mode(a, c), GetParam().name()));
+  EXPECT_TRUE(gpu::passes(gpu::judge(a, c, s, std::move(by_token)), GetParam().name()));
 }
 
 INSTANTIATE_TEST_SUITE_P(CutOff, LegacyGrids, ::testing::ValuesIn(grid_cases()),

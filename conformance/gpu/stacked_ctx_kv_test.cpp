@@ -1,5 +1,7 @@
 // stacked_ctx_kv_test.cpp (GPU): the stacked context-KV projection of the kernel library, through
-// kvc_stacked_ctx_kv, against the oracle (docs/contract.md §4.5).
+// kvc_stacked_ctx_kv, against the oracle (docs/contract.md §4.5). The oracle comparisons are the
+// shared checks (testkit/device/stacked_ctx_kv_checks.h), which `kvconform run --suites stacked`
+// runs too, judged by the stacked judge (testkit/compare/stacked_ctx_kv_judge.h).
 //
 // - Exact-order GEMM: the stacked path (one GEMM, one epilogue), the per-layer path (L GEMMs, L
 //   epilogues) and the oracle write the same pools and store the same projection, byte for byte:
@@ -20,14 +22,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <vector>
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/stacked_ctx_kv_registry.h"
-#include "kvc/oracle/stacked_ctx_kv.h"
-#include "kvc/oracle/stacked_ctx_kv_fp64.h"
+#include "testkit/device/stacked_ctx_kv_checks.h"
 #include "testkit/device/stacked_ctx_kv_device.h"
-#include "testkit/compare/stacked_ctx_kv_diff.h"
+#include "testkit/compare/stacked_ctx_kv_judge.h"
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 namespace kvc {
@@ -64,73 +67,25 @@ DeviceResult run_device(const StackedCtxKvCase& c, StackedPathRequest path, Stac
   return r;
 }
 
-struct OracleResult {
-  StackedCtxKvOutputs pools;
-  std::vector<std::uint16_t> projection;
-};
-
-OracleResult run_oracle(const StackedCtxKvCase& c) {
-  OracleResult r;
-  r.pools = testkit::make_stacked_outputs(c);
-  oracle::StackedCtxKvRun run;
-  const Status s = oracle::stacked_ctx_kv(c, r.pools, {}, &run);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  r.projection = std::move(run.projection);
-  return r;
-}
-
-// Rows `tokens` of a [T, width] projection.
-std::vector<std::uint16_t> projection_rows(const std::vector<std::uint16_t>& p, std::int64_t width,
-                                           const std::vector<std::int64_t>& tokens) {
-  std::vector<std::uint16_t> rows;
-  for (std::int64_t t : tokens) rows.insert(rows.end(), p.begin() + t * width, p.begin() + (t + 1) * width);
-  return rows;
-}
-
 std::string reproduce(const std::string& test) {
   return "ctest --test-dir build/default -R '" + test + "' --output-on-failure";
 }
 
-::testing::AssertionResult same_pools(const StackedCtxKvCase& c, const StackedCtxKvOutputs& expected,
-                                      const StackedCtxKvOutputs& actual, const std::string& expected_name,
-                                      const std::string& actual_name, const std::string& test) {
-  const testkit::StackedDiffReport r = testkit::diff_stacked_pools(c, expected, actual);
-  if (r.equal()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << testkit::format_stacked_report(c, r, expected_name, actual_name,
-                                                                         reproduce(test));
-}
-
-// First differing element of two projections, located; "" when equal.
-std::string projection_difference(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& expected,
-                                  const std::vector<std::uint16_t>& actual) {
-  if (expected.size() != actual.size())
-    return "projection sizes " + std::to_string(expected.size()) + " vs " + std::to_string(actual.size());
-  const std::int64_t width = c.projection_width();
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (expected[i] == actual[i]) continue;
-    const std::int64_t t = static_cast<std::int64_t>(i) / width, col = static_cast<std::int64_t>(i) % width;
-    int l = 0;
-    while (l + 1 < c.num_layers() && col >= c.projection_column(l + 1)) ++l;
-    const StackedCtxKvLayer& layer = c.layers[static_cast<std::size_t>(l)];
-    const std::int64_t within = col - c.projection_column(l);
-    return "projection token " + std::to_string(t) + " layer " + std::to_string(l) +
-           (within >= layer.kv_size() ? " V" : " K") + " head " +
-           std::to_string((within % layer.kv_size()) / layer.head_dim) + " dim " +
-           std::to_string(within % layer.head_dim) + ": expected " +
-           testkit::describe16(expected[i], c.storage_dtype()) + " actual " +
-           testkit::describe16(actual[i], c.storage_dtype()) + ", " +
-           std::to_string(testkit::ulp_distance16(expected[i], actual[i], c.storage_dtype())) + " ulp";
-  }
-  return {};
-}
-
-// The oracle's epilogue applied to a device's own projection: what its pools must be exactly.
-StackedCtxKvOutputs epilogue_of(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& projection) {
-  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
-  const Status s = oracle::stacked_ctx_kv_epilogue(c, projection, out);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return out;
-}
+// One of the shared checks (testkit/device/stacked_ctx_kv_checks.h), the runner's too: skipped
+// when the library answers KVC_STATUS_UNSUPPORTED for the GEMM (the ABI allows it for the exact
+// order); the verdict printed (the budget used, the bytes compared) and asserted.
+#define KVC_EXPECT_STACKED_CHECK(c, check, tokens, test)                                            \
+  do {                                                                                              \
+    std::optional<testkit::Verdict> kvc_verdict;                                                    \
+    try {                                                                                           \
+      kvc_verdict = testkit::check_stacked(device(), (c), (check), (tokens), reproduce(test));      \
+    } catch (const testkit::StackedGemmUnsupported& e) {                                            \
+      GTEST_SKIP() << e.what();                                                                     \
+    }                                                                                               \
+    std::printf("%s%s:\n%s", GetParam().name.c_str(), testkit::stacked_check_suffix(check),         \
+                kvc_verdict->report.c_str());                                                       \
+    EXPECT_TRUE(gpu::passes(*kvc_verdict, GetParam().name + testkit::stacked_check_suffix(check))); \
+  } while (0)
 
 // ---- upstream shapes: every token against the oracle --------------------------------------------
 
@@ -140,35 +95,16 @@ TEST_P(StackedUpstream, ExactOrderPathsEqualTheOracleByteForByte) {
   KVC_REQUIRE_CUDA_DEVICE();
   const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
   KVC_REQUIRE_STACKED_SUPPORT(c);
-  const OracleResult expected = run_oracle(c);
-  const DeviceResult stacked = run_device(c, StackedPathRequest::kAuto, StackedGemm::kExactOrder);
-  const DeviceResult per_layer = run_device(c, StackedPathRequest::kPerLayer, StackedGemm::kExactOrder);
-  EXPECT_EQ(stacked.run.path, StackedPath::kStacked) << "AUTO on an eligible model with stacked parameters";
-  EXPECT_EQ(per_layer.run.path, StackedPath::kPerLayer);
-  const std::string test = "StackedUpstream.ExactOrderPathsEqualTheOracleByteForByte/" + GetParam().name;
-  EXPECT_TRUE(same_pools(c, expected.pools, stacked.pools, "oracle", "device stacked", test));
-  EXPECT_TRUE(same_pools(c, expected.pools, per_layer.pools, "oracle", "device per-layer", test));
-  EXPECT_EQ(projection_difference(c, expected.projection, stacked.run.projection), "") << "stacked";
-  EXPECT_EQ(projection_difference(c, expected.projection, per_layer.run.projection), "") << "per-layer";
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kExactOrder, std::vector<std::int64_t>{},
+                           "StackedUpstream.ExactOrderPathsEqualTheOracleByteForByte/" + GetParam().name);
 }
 
 TEST_P(StackedUpstream, CublasWithinTheBudgetAndExactAfterTheGemm) {
   KVC_REQUIRE_CUDA_DEVICE();
   const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
   KVC_REQUIRE_STACKED_SUPPORT(c);
-  const OracleResult expected = run_oracle(c);
-  const oracle::ProjectionFp64 ref = oracle::stacked_ctx_kv_projection_fp64(c);
-  const std::string test = "StackedUpstream.CublasWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name;
-  for (StackedPathRequest path : {StackedPathRequest::kAuto, StackedPathRequest::kPerLayer}) {
-    const DeviceResult r = run_device(c, path, StackedGemm::kAnyOrder);
-    const std::string name = std::string("cuBLAS ") + path_name(r.run.path);
-    const testkit::ProjectionBudgetReport b =
-        testkit::compare_projection_under_budget(c, expected.projection, r.run.projection, ref);
-    std::printf("%s: %s", GetParam().name.c_str(), testkit::format_budget_report(c, b, name).c_str());
-    EXPECT_TRUE(b.within()) << testkit::format_budget_report(c, b, name) << "reproduce: " << reproduce(test);
-    EXPECT_TRUE(same_pools(c, epilogue_of(c, r.run.projection), r.pools, "oracle epilogue of the device projection",
-                           name, test));
-  }
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kAnyOrder, std::vector<std::int64_t>{},
+                           "StackedUpstream.CublasWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name);
 }
 
 TEST(StackedUpstreamEdges, ZeroTokensWriteNothing) {
@@ -208,43 +144,19 @@ class StackedProduction : public ::testing::TestWithParam<cases::StackedSpec> {
 };
 
 TEST_P(StackedProduction, ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens) {
-  const std::string test = "StackedProduction.ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens/" + GetParam().name;
-  const DeviceResult stacked = run_device(c, StackedPathRequest::kAuto, StackedGemm::kExactOrder);
-  const DeviceResult per_layer = run_device(c, StackedPathRequest::kPerLayer, StackedGemm::kExactOrder);
-  EXPECT_EQ(stacked.run.path, StackedPath::kStacked);
-  EXPECT_TRUE(same_pools(c, per_layer.pools, stacked.pools, "device per-layer", "device stacked", test));
-  EXPECT_EQ(projection_difference(c, per_layer.run.projection, stacked.run.projection), "");
   const std::vector<std::int64_t> tokens =
       testkit::sample_tokens(c.num_tokens(), cases::kStackedSampledRandomTokens, GetParam().shape.seed);
-  const StackedCtxKvCase sub = testkit::with_tokens(c, tokens);
-  const OracleResult expected = run_oracle(sub);
-  EXPECT_TRUE(same_pools(sub, expected.pools, testkit::pools_at_written_slots(sub, stacked.pools),
-                         "oracle (sampled tokens)", "device stacked", test));
-  EXPECT_EQ(projection_difference(sub, expected.projection,
-                                  projection_rows(stacked.run.projection, c.projection_width(), tokens)),
-            "");
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kExactOrder, tokens,
+                           "StackedProduction.ExactOrderPathsAgreeAndMatchTheOracleAtSampledTokens/" + GetParam().name);
   std::printf("%s: %zu sampled tokens against the oracle, %.1f s\n", GetParam().name.c_str(), tokens.size(),
               seconds_since(t0));
 }
 
 TEST_P(StackedProduction, CublasWithinTheBudgetAndExactAfterTheGemm) {
-  const std::string test = "StackedProduction.CublasWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name;
   const std::vector<std::int64_t> tokens =
       testkit::sample_tokens(c.num_tokens(), cases::kStackedSampledRandomTokens, GetParam().shape.seed + 1);
-  const StackedCtxKvCase sub = testkit::with_tokens(c, tokens);
-  const OracleResult expected = run_oracle(sub);
-  const oracle::ProjectionFp64 ref = oracle::stacked_ctx_kv_projection_fp64(sub);
-  for (StackedPathRequest path : {StackedPathRequest::kAuto, StackedPathRequest::kPerLayer}) {
-    const DeviceResult r = run_device(c, path, StackedGemm::kAnyOrder);
-    const std::string name = std::string("cuBLAS ") + path_name(r.run.path);
-    const testkit::ProjectionBudgetReport b = testkit::compare_projection_under_budget(
-        sub, expected.projection, projection_rows(r.run.projection, c.projection_width(), tokens), ref);
-    std::printf("%s: %s", GetParam().name.c_str(), testkit::format_budget_report(sub, b, name).c_str());
-    EXPECT_TRUE(b.within()) << testkit::format_budget_report(sub, b, name) << "reproduce: " << reproduce(test);
-    // Every token: the pools are the oracle's epilogue of this projection.
-    EXPECT_TRUE(same_pools(c, epilogue_of(c, r.run.projection), r.pools, "oracle epilogue of the device projection",
-                           name, test));
-  }
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kAnyOrder, tokens,
+                           "StackedProduction.CublasWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name);
   std::printf("%s: %.1f s\n", GetParam().name.c_str(), seconds_since(t0));
 }
 
@@ -259,14 +171,8 @@ TEST_P(StackedEligibilityOnDevice, AutoFallsBackToThePerLayerBytes) {
   KVC_REQUIRE_CUDA_DEVICE();
   const StackedCtxKvCase c = cases::build_eligibility_case(GetParam());
   KVC_REQUIRE_STACKED_SUPPORT(c);
-  const OracleResult expected = run_oracle(c);
-  StackedDeviceOptions o;
-  // Stacked parameters whenever they can be built: the library, not their absence, must decide.
-  o.stacked_params = testkit::StackedParamsPolicy::kWheneverBuildable;
-  const DeviceResult r = run_device(c, StackedPathRequest::kAuto, StackedGemm::kExactOrder, o);
-  EXPECT_EQ(r.run.path, StackedPath::kPerLayer) << stacked_ctx_kv_eligibility(c).to_string();
-  EXPECT_TRUE(same_pools(c, expected.pools, r.pools, "oracle per-layer", "device auto",
-                         "StackedEligibilityOnDevice.*" + GetParam().name));
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kAutoFallsBack, std::vector<std::int64_t>{},
+                           "StackedEligibilityOnDevice.*" + GetParam().name);
 }
 
 TEST_P(StackedEligibilityOnDevice, ForcedStackedPathIsE157AndWritesNothing) {
@@ -366,12 +272,21 @@ TEST(StackedDeviceSkip, OutOfRangeCacheLocAndPositionsAreSkippedOnTheDevice) {
   for (std::int64_t t : {0, 1, 2}) sanitized.cache_loc.store<std::int64_t>(t, -1);
   StackedDeviceOptions o;
   o.host_validation = false;
-  const DeviceResult exact = run_device(c, StackedPathRequest::kAuto, StackedGemm::kExactOrder, o);
-  EXPECT_TRUE(same_pools(sanitized, run_oracle(sanitized).pools, exact.pools, "oracle with tokens 0-2 skipped",
-                         "device exact-order", "StackedDeviceSkip.*"));
-  const DeviceResult any = run_device(c, StackedPathRequest::kAuto, StackedGemm::kAnyOrder, o);
-  EXPECT_TRUE(same_pools(sanitized, epilogue_of(sanitized, any.run.projection), any.pools,
-                         "oracle epilogue with tokens 0-2 skipped", "device cuBLAS", "StackedDeviceSkip.*"));
+  // Judged as the oracle's run of the sanitized case, tokens 0-2 skipped, on every pool byte. The
+  // skip is about the pools: the exact order's projection is not judged, and the any order's
+  // budget only at the written tokens (its pools, every token, are its projection's epilogue).
+  for (StackedGemm gemm : {StackedGemm::kExactOrder, StackedGemm::kAnyOrder}) {
+    o.gemm = gemm;
+    testkit::StackedRun run = testkit::run_stacked(device(), c, o, std::string("device ") + gemm_name(gemm));
+    std::vector<std::int64_t> budget_tokens;
+    if (gemm == StackedGemm::kExactOrder)
+      run.projection.reset();
+    else
+      budget_tokens = {3, 4};
+    const testkit::Verdict v =
+        testkit::judge_stacked(sanitized, budget_tokens, gemm, {run}, reproduce("StackedDeviceSkip.*"));
+    EXPECT_TRUE(gpu::passes(v, std::string("tokens 0-2 skipped, ") + gemm_name(gemm) + " GEMM"));
+  }
 }
 
 }  // namespace

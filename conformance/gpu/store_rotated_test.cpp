@@ -8,8 +8,8 @@
 // in the geometry the library declares where the contract allows it (declared_store_layout.h: a
 // library that declares SGLang's geometry gets both sets of rows on SGLang's cache); a layout the
 // declared limits leave no room for (a block size) is skipped naming the limit. Each time the
-// whole backing, canary included, equals the oracle's store op under the profile the library
-// declares (on a difference the policy report names the policies the bytes follow and any address
+// whole backing, canary included, is judged (testkit/compare/judge.h) against the oracle's store
+// op under the profile the library declares (on a difference the policy report names the policies the bytes follow and any address
 // error); guard zones are intact and inputs unchanged; a second run writes identical bytes. A
 // library that refuses a case inside its declared support (402) fails with its message. On the
 // scenario's own cache the device's KV-only insert of the unrotated rows writes the same bytes as
@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "testkit/device/gpu_test_support.h"
 #include "kvc/abi/enum_mapping.h"
@@ -63,22 +64,6 @@ StoreCase on_sglang_cache(const StoreCase& ours) {
     narrow[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(ours.index(t));
   c.indices = make_tensor_from(DType::kI32, narrow, {ours.num_rows()});
   return c;
-}
-
-// The store case's backing equals the oracle's under the declared profile; the policy report when not.
-::testing::AssertionResult store_matches_oracle(testkit::DeviceBackend& device, const StoreCase& c,
-                                                const std::vector<std::uint8_t>& initial,
-                                                const std::vector<std::uint8_t>& actual, const std::string& name) {
-  const kvc::Profile declared = device.declared_store_profile(c);
-  oracle::OracleOptions o;
-  o.profile = declared;
-  std::vector<std::uint8_t> expected = initial;
-  const Status s = oracle::store_rotated(c, expected, o);
-  if (!s.ok()) return ::testing::AssertionFailure() << "the oracle rejected " << name << ": " << s.ToString();
-  if (expected == actual) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << name << ":\n"
-         << testkit::check_store_under_profile(c, declared, initial, actual, device.name()).text;
 }
 
 // run_store of a valid case: accepted, or a failure carrying the status, or the library's
@@ -139,10 +124,13 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
     const testkit::Support inside = device.supports_store(c);
     ASSERT_TRUE(inside.supported) << "a layout inside the declared limits must be supported: " << inside.reason;
     const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
-    std::vector<std::uint8_t> first = initial;
-    ASSERT_TRUE(stored(device, c, first));
+    std::vector<std::uint8_t> written = initial;
+    ASSERT_TRUE(stored(device, c, written));
     ASSERT_TRUE(gpu::clean(device));
-    EXPECT_TRUE(store_matches_oracle(device, c, initial, first, target.name));
+    const testkit::Verdict v = gpu::judge(device, c, Status::Ok(), std::move(written));
+    EXPECT_TRUE(gpu::passes(v, target.name));
+    if (!v.passed()) continue;
+    const std::vector<std::uint8_t>& first = v.actual.cache;
     std::vector<std::uint8_t> second = initial;
     ASSERT_TRUE(stored(device, c, second));
     EXPECT_TRUE(gpu::clean(device));
@@ -245,7 +233,7 @@ TEST(StoreRotatedDevice, IndicesTheWrapperCannotSeeAreSkippedOnTheDevice) {
         ADD_FAILURE() << d.to_string() << ": row " << culprit.row << " (index " << culprit.slot << ") addressed by "
                       << culprit.arithmetic << " as page " << culprit.page << " token " << culprit.token;
     EXPECT_TRUE(gpu::clean(device)) << "a skipped index wrote outside the cache";
-    EXPECT_TRUE(store_matches_oracle(device, skipped, initial, actual, "wild indices"));
+    EXPECT_TRUE(gpu::passes(gpu::judge(device, skipped, Status::Ok(), std::move(actual)), "wild indices"));
   }
 }
 

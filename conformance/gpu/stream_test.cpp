@@ -25,6 +25,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "testkit/device/cuda_graph_support.h"
 #include "testkit/device/owned_stream.h"
@@ -145,7 +146,6 @@ constexpr const char* kLeftWork =
                                                              const std::string& name,
                                                              const testkit::DeviceBackend& reference) {
   const InsertOutputs initial = testkit::make_outputs(c);
-  const InsertOutputs expected = gpu::oracle_outputs(c);
   testkit::DeviceCaseBuffers resident(c, initial);
   testkit::OwnedStream stream;
   // Warm-up: loads the library's kernels before the hold (see default_stream_gate.h).
@@ -164,7 +164,7 @@ constexpr const char* kLeftWork =
       [&] { held = resident.read_outputs(); });
   if (const std::string why = held_failure(o); !why.empty())
     return ::testing::AssertionFailure() << name << ": " << why;
-  if (const auto r = gpu::matches_oracle(c, expected, held, gpu::declared_mode(reference, c), name); !r)
+  if (const auto r = gpu::passes(gpu::judge(reference, c, Status::Ok(), held), name); !r)
     return ::testing::AssertionFailure() << kNotOnItsStream << "\n" << r.message();
   const InsertOutputs after = resident.read_outputs();
   if (const auto r = gpu::identical_runs(c, held, after, "under the hold", "after the release"); !r)
@@ -251,10 +251,10 @@ TEST_P(TwoStreams, ConcurrentCallsOnTwoCachesEachEqualTheOracle) {
   }
   stream_a.synchronize();
   stream_b.synchronize();
-  EXPECT_TRUE(gpu::matches_oracle(a, gpu::oracle_outputs(a), resident_a.read_outputs(),
-                                  gpu::declared_mode(reference, a), a_spec.name() + " on stream A"));
-  EXPECT_TRUE(gpu::matches_oracle(b, gpu::oracle_outputs(b), resident_b.read_outputs(),
-                                  gpu::declared_mode(reference, b), b_spec.name() + " on stream B"));
+  EXPECT_TRUE(
+      gpu::passes(gpu::judge(reference, a, Status::Ok(), resident_a.read_outputs()), a_spec.name() + " on stream A"));
+  EXPECT_TRUE(
+      gpu::passes(gpu::judge(reference, b, Status::Ok(), resident_b.read_outputs()), b_spec.name() + " on stream B"));
   EXPECT_TRUE(resident_a.damage().empty()) << damage_text(resident_a.damage());
   EXPECT_TRUE(resident_b.damage().empty()) << damage_text(resident_b.damage());
 }
@@ -302,8 +302,8 @@ using Replay = std::function<std::string(const gpu::CapturedGraph&, void* stream
     return ::testing::AssertionFailure() << spec.name() << ": " << why;
   if (const auto damage = resident.damage(); !damage.empty())
     return ::testing::AssertionFailure() << spec.name() << ": guard zones or inputs damaged:\n" << damage_text(damage);
-  return gpu::matches_oracle(c, gpu::oracle_outputs(c), out, gpu::declared_mode(reference, c),
-                             spec.name() + " replayed on another stream");
+  return gpu::passes(gpu::judge(reference, c, Status::Ok(), std::move(out)),
+                     spec.name() + " replayed on another stream");
 }
 
 // The graph tests below: skipped without a device or without the library's support for the

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/device_case_buffers.h"
@@ -107,8 +108,8 @@ KVC_SHIM_TEST_P_(KVC_SHIM_MATRIX, EqualsTheOracleAndTheDirectPath) {
   ASSERT_TRUE(direct.run(c, through_abi).ok());
   EXPECT_TRUE(gpu::identical_runs(c, through_abi, through_shim, "direct (our ABI)",
                                   std::string("through the ") + KVC_SHIM_NAME));
-  EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), through_shim, RsqrtMode::kCorrectlyRounded,
-                                  cell.spec.name() + " through the " + KVC_SHIM_NAME));
+  EXPECT_TRUE(
+      gpu::passes(gpu::judge(shim, c, s, std::move(through_shim)), cell.spec.name() + " through the " + KVC_SHIM_NAME));
 }
 
 KVC_SHIM_INSTANTIATE_(Registry, KVC_SHIM_MATRIX, ::testing::ValuesIn(shim_matrix()),
@@ -127,9 +128,9 @@ KVC_SHIM_TEST(FusedAndStandaloneKvNormEqualTheOracle) {
     c.kv_norm_weight = w;
     InsertOutputs out = testkit::make_outputs(c);
     const Status s = shim.run(c, out);
-    ASSERT_TRUE(s.ok()) << layout_of(f).name << ": " << s.ToString() << " " << shim.last_checks().abi_message;
-    EXPECT_TRUE(gpu::matches_oracle(c, gpu::oracle_outputs(c), out, RsqrtMode::kCorrectlyRounded,
-                                    std::string(layout_of(f).name) + " with kv_norm through the " + KVC_SHIM_NAME));
+    EXPECT_TRUE(gpu::passes(gpu::judge(shim, c, s, std::move(out)), std::string(layout_of(f).name) +
+                                                                        " with kv_norm through the " + KVC_SHIM_NAME +
+                                                                        " (" + shim.last_checks().abi_message + ")"));
   }
 }
 

@@ -1,5 +1,4 @@
 // properties.cpp: the property table (see properties.h).
-#include "testkit/backends/oracle_backend.h"
 #include "kvc/fuzz/properties.h"
 
 #include <algorithm>
@@ -17,7 +16,7 @@
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
 #include "testkit/cases/case_builder.h"
-#include "testkit/compare/policy_report.h"
+#include "testkit/compare/judge.h"
 #include "testkit/cases/rule_breakers.h"
 #include "testkit/cases/small_cases.h"
 
@@ -111,30 +110,21 @@ bool same_record_policies(kvc::Profile a, kvc::Profile b) {
 
 // ---- properties ----
 
-// The backend against the oracle under the profile the backend declares for the case
-// (testkit::check_backend_insert, docs/contract.md §6.6): the same status, nothing written on a
-// rejection, every cache byte (a mismatch names the policies the differing bytes follow, and
-// address errors apart, never excused), and the legacy op's q_out; a backend that declares the
-// approximate rsqrt has its norm rows checked per docs/contract.md §2.5. The class
-// "profile:<name>" records the declared profile. With the oracle as the backend under test this
-// compares the oracle with itself and cannot fail; it exists for kernel backends (and mutants:
-// fuzz_mutation_test, fuzz_planted_defect_test, fuzz_profile_test).
+// The backend against the oracle under the profile the backend declares for the case: the
+// judge's verdict (testkit/compare/judge.h, docs/contract.md §6.6): the same status, nothing
+// written on a rejection, every cache byte (a mismatch names the policies the differing bytes
+// follow, and address errors apart, never excused), and the legacy op's q_out; a backend that
+// declares the approximate rsqrt has its norm rows checked per docs/contract.md §2.5. One oracle
+// run per case. The class "profile:<name>" records the declared profile. With the oracle as the
+// backend under test this compares the oracle with itself and cannot fail; it exists for kernel
+// backends (and mutants: fuzz_mutation_test, fuzz_planted_defect_test, fuzz_profile_test).
 void differential(const PropertyInput& in, PropertyContext& ctx) {
   const kvc::Profile declared = ctx.sut.declared_profile(in.c);
   record(ctx.coverage, {"profile:" + kvc::profile_name(declared)});
-  const bool approximate = declared.rsqrt == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty();
-  if (approximate) record(ctx.coverage, {"rsqrt:approximate"});
-  const testkit::BackendCheck check = testkit::check_backend_insert(ctx.sut, in.c);
-  if (check.passed) return;
-  std::string message = check.text;
-  if (!approximate && check.oracle_status.ok() && check.backend_status.ok() && check.report.equal()) {
-    // Only q_out differs: the row-by-row report says which token, head and dims.
-    InsertOutputs expected = testkit::make_outputs(in.c), actual = testkit::make_outputs(in.c);
-    (void)testkit::OracleBackend().run(in.c, expected);
-    (void)ctx.sut.run(in.c, actual);
-    message += testkit::compare_under_rsqrt_mode(in.c, RsqrtMode::kCorrectlyRounded, expected, actual).report;
-  }
-  fail(in, ctx, message);
+  if (declared.rsqrt == RsqrtMode::kApproximate && !testkit::norm_rows(in.c).empty())
+    record(ctx.coverage, {"rsqrt:approximate"});
+  const testkit::Verdict v = testkit::run_and_judge_insert(ctx.sut, in.c);
+  if (!v.passed()) fail(in, ctx, v.report);
 }
 
 void slot_minus_one_is_noop(const PropertyInput& in, PropertyContext& ctx) {

@@ -1,27 +1,24 @@
 // kernel_suite_support.cpp: see kernel_suite_support.h.
 #include "kernel_suite_support.h"
 
-#include "abi_op.h"
-#include "recording_backend.h"
+#include <utility>
+
 #include "testkit/backends/backing.h"
-#include "testkit/backends/oracle_backend.h"
+#include "testkit/cases/store_cases.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/compare/judge.h"
 #include "testkit/compare/mismatch_classes.h"
-#include "testkit/compare/policy_report.h"
 
 namespace kvc::runner {
 namespace {
 
-// The bytes of what the library wrote that check_backend_insert compared: the whole backing
-// and q_out when both accepted the case (under the profile checker, or row by row), and when
-// both rejected it ("nothing written"); none when the statuses differ or the library was not
-// called.
-std::int64_t compared_bytes(const testkit::BackendCheck& result, const testkit::DeviceBackend& device,
-                            const InsertOutputs& written) {
-  if (!device.last_checks().abi_called || result.oracle_status.code != result.backend_status.code) return 0;
-  const std::int64_t q_out = static_cast<std::int64_t>(written.q_out.size());
-  if (result.oracle_status.ok()) return result.report.compared_bytes + q_out;
-  return static_cast<std::int64_t>(written.cache.size()) + q_out;
+constexpr const char* kSecondRunDiffers =
+    "a second run wrote different bytes (the result depends on timing or the grid)\n";
+
+testkit::JudgeOptions named(const testkit::DeviceBackend& device) {
+  testkit::JudgeOptions o;
+  o.library_name = device.name();
+  return o;
 }
 
 }  // namespace
@@ -42,48 +39,51 @@ void record_damage(CheckResult& r, const std::string& what) {
   r.classes.add(site);
 }
 
+void record_verdict(CheckResult& r, AbiOp op, const testkit::Verdict& v, bool library_called) {
+  r.add_bytes(op, library_called ? v.compared_bytes : 0);
+  r.rsqrt.add(v.rsqrt);
+  if (v.passed()) return;
+  fail(r, v.report);
+  r.classes = v.classes;
+  if (v.kind == testkit::VerdictKind::kMismatch && v.expected.q_out != v.actual.q_out &&
+      v.profile.rsqrt == RsqrtMode::kCorrectlyRounded)
+    r.message += "  (q_out differences are not classified: the classes cover the cache)\n";
+}
+
 void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const InsertCase& c,
                   bool repeat, CheckResult& r) {
   const AbiOp op = abi_op_of(c);
   r.add_bytes(op, 0);
-  RecordingBackend recorder(device, profile);
   judge_library_call(r, [&] {
-    const testkit::BackendCheck result = testkit::check_backend_insert(recorder, c);
-    r.add_bytes(op, compared_bytes(result, device, recorder.last()));
-    r.rsqrt.add(result.rsqrt);
-    if (!result.passed) {
-      fail(r, result.text);
-      if (result.oracle_status.ok() && result.backend_status.ok()) {
-        const kvc::Profile declared = recorder.declared_profile(c);
-        const InsertOutputs initial = testkit::make_outputs(c);
-        InsertOutputs expected = initial;
-        oracle::OracleOptions o;
-        o.profile = declared;
-        (void)testkit::OracleBackend(o).run(c, expected);
-        r.classes = testkit::classify_insert_mismatches(c, declared, initial.cache, expected.cache,
-                                                        recorder.last().cache, &result.report);
-        if (expected.q_out != recorder.last().q_out && declared.rsqrt == RsqrtMode::kCorrectlyRounded)
-          r.message += "  (q_out differences are not classified: the classes cover the cache)\n";
-      }
-      return;
-    }
-    if (!repeat || !result.backend_status.ok()) return;
-    const InsertOutputs first = recorder.last();
+    InsertOutputs out = testkit::make_outputs(c);
+    const Status s = device.run(c, out);
+    const testkit::Verdict v =
+        testkit::judge_insert(c, profile.value_or(device.declared_profile(c)), s, std::move(out), named(device));
+    record_verdict(r, op, v, device.last_checks().abi_called);
+    if (!v.passed() || !repeat || !v.library_status.ok()) return;
     InsertOutputs second = testkit::make_outputs(c);
     (void)device.run(c, second);
-    if (first.cache != second.cache || first.q_out != second.q_out) {
-      std::string text = "a second run wrote different bytes (the result depends on timing or the grid)\n";
-      if (first.cache != second.cache) {
-        testkit::ReportContext ctx;
-        ctx.expected_name = "first run";
-        ctx.actual_name = "second run";
-        text += testkit::format_case_report(c, testkit::diff_case_backings(c, first.cache, second.cache), first.cache,
-                                            second.cache, ctx);
-      } else {
-        text += "  q_out differs between the runs\n";
-      }
-      fail(r, text);
-    }
+    testkit::ReportContext ctx;
+    ctx.expected_name = "first run";
+    ctx.actual_name = "second run";
+    if (const std::string d = testkit::outputs_difference_report(c, v.actual, second, ctx); !d.empty())
+      fail(r, kSecondRunDiffers + d);
+  });
+}
+
+void check_store(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const StoreCase& c,
+                 bool repeat, CheckResult& r) {
+  r.add_bytes(AbiOp::kStoreRotated, 0);
+  judge_library_call(r, [&] {
+    std::vector<std::uint8_t> backing = testkit::make_store_backing(c);
+    const Status s = device.run_store(c, backing);
+    const testkit::Verdict v = testkit::judge_store(c, profile.value_or(device.declared_store_profile(c)), s,
+                                                    std::move(backing), named(device));
+    record_verdict(r, AbiOp::kStoreRotated, v, device.last_checks().abi_called);
+    if (!v.passed() || !repeat || !v.library_status.ok()) return;
+    std::vector<std::uint8_t> second = testkit::make_store_backing(c);
+    (void)device.run_store(c, second);
+    if (second != v.actual.cache) fail(r, kSecondRunDiffers);
   });
 }
 

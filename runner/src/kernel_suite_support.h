@@ -1,5 +1,6 @@
 // kernel_suite_support.h: what every kernel suite shares: making a kernel check, recording device
-// memory damage, and judging one insert case against the oracle with the bytes it compared.
+// memory damage, and recording the judge's verdict (testkit/compare/judge.h) on one library call
+// with the bytes it compared.
 //
 // Built with the device backend only (CUDA builds, kvc::testkit_device).
 #pragma once
@@ -7,9 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "abi_op.h"
 #include "kvc/insert_case.h"
 #include "kvc/profile.h"
+#include "kvc/store_case.h"
 #include "run_report.h"
+#include "testkit/compare/verdict.h"
 #include "testkit/device/device_backend.h"
 
 namespace kvc::runner {
@@ -38,12 +42,19 @@ void judge_library_call(CheckResult& r, Body&& body) {
   }
 }
 
-// One insert case through the library and the oracle under the declared profile (or
-// `profile`), through the profile checker: status, whole backing, q_out exactly or row by row
-// under a declared approximate rsqrt; the bytes of a failure are classified. With `repeat`, a
-// second run must write the same bytes. Records the bytes compared (under abi_op_of(c)) and the
-// approximate-rsqrt rows; damage and kernel call errors fail the check.
+// The judge's verdict in the check: the bytes it compared under `op` (none when the library was
+// not called: the harness rejected the case first), the approximate-rsqrt rows, and on a failure
+// its report and mismatch classes.
+void record_verdict(CheckResult& r, AbiOp op, const testkit::Verdict& v, bool library_called);
+
+// One insert case through the library, judged under the profile it declares (or `profile`,
+// `kvconform run --profile`). With `repeat`, a second run must write the same bytes. Damage and
+// kernel call errors fail the check.
 void check_insert(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const InsertCase& c,
                   bool repeat, CheckResult& r);
+
+// The same for a store case.
+void check_store(testkit::DeviceBackend& device, const std::optional<kvc::Profile>& profile, const StoreCase& c,
+                 bool repeat, CheckResult& r);
 
 }  // namespace kvc::runner

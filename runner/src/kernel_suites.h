@@ -2,7 +2,8 @@
 //
 //   matrix         cases::kernel_matrix(op) of kv_only and legacy: every format x token count x
 //                  block size x page kind (--max-tokens trims it). Each case runs through the
-//                  library and the oracle under the profile the library declares (or --profile):
+//                  library and is judged by testkit's judge (testkit/compare/judge.h, the GPU
+//                  suites' judge too) under the profile the library declares (or --profile):
 //                  status, whole backing (profile checker, policy_report.h), q_out exactly or row
 //                  by row under a declared approximate rsqrt; guard zones and inputs intact (the
 //                  device backend throws on damage); a second run must write the same bytes. A

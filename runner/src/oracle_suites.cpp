@@ -16,6 +16,7 @@
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/compare/judge.h"
 #include "testkit/compare/mismatch_classes.h"
 #include "testkit/planted/planted_defects.h"
 #include "testkit/cases/rule_breakers.h"
@@ -241,7 +242,7 @@ void registry_suite(const RunOptions& options, const RunSink& sink) {
   }
 }
 
-// ---- checker: the classifier names every planted defect ----
+// ---- checker: the judge catches every planted defect and its classifier names it ----
 
 void checker_suite(const RunOptions& options, const RunSink& sink) {
   std::vector<std::pair<testkit::PlantedDefect, RecordFormat>> cells;
@@ -254,19 +255,15 @@ void checker_suite(const RunOptions& options, const RunSink& sink) {
     const Stopwatch clock;
     CheckResult r = check(kSuiteChecker, "kv_only", format_key(f), std::string(testkit::planted_defect_name(d)));
     if (!sink.starts(r)) continue;
-    const InsertCase c = testkit::planted_case(d, f);
-    const InsertOutputs initial = testkit::make_outputs(c);
-    InsertOutputs expected = initial, actual = initial;
     testkit::DefectBackend planted(d);
-    const Status se = testkit::OracleBackend().run(c, expected), sa = planted.run(c, actual);
+    const testkit::Verdict v = testkit::run_and_judge_insert(planted, testkit::planted_case(d, f));
     const testkit::MismatchClass want = testkit::expected_class(d);
-    if (!se.ok() || !sa.ok()) {
-      fail(r, "the planted case was rejected: " + se.ToString() + " / " + sa.ToString());
-    } else if (expected.cache == actual.cache) {
-      fail(r, planted.name() + " wrote the oracle's bytes: the comparator has nothing to catch");
+    if (!v.oracle_status.ok() || !v.library_status.ok()) {
+      fail(r, "the planted case was rejected: " + v.oracle_status.ToString() + " / " + v.library_status.ToString());
+    } else if (v.passed()) {
+      fail(r, planted.name() + " wrote the oracle's bytes: the judge has nothing to catch");
     } else {
-      const testkit::MismatchClassification m =
-          testkit::classify_insert_mismatches(c, kvc::vllm_profile(), initial.cache, expected.cache, actual.cache);
+      const testkit::MismatchClassification& m = v.classes;
       if (m.count(want) == 0 || m.count(want) != m.total_sites())
         fail(r, planted.name() + ": expected every site to be " + std::string(testkit::mismatch_class_name(want)) +
                     ", got " + m.summary_line() + "\n" + m.report());

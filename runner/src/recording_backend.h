@@ -1,9 +1,10 @@
 // recording_backend.h: a backend that forwards to another and keeps what the last run wrote.
 //
-// The checkers (policy_report.h, golden fixture_check.h) run a backend themselves; wrapped in
-// this one, the runner still gets the bytes to classify and to compare with a second run (of the
-// insert ops and of the store op). It can also replace the profile the inner backend declares
-// (`kvconform run --profile SPEC`).
+// The golden fixture checker (golden fixture_check.h) runs a backend itself; wrapped in this one,
+// the runner still gets the bytes to classify and to count as compared. It can also replace the
+// profile the inner backend declares (`kvconform run --profile SPEC`). The oracle comparisons do
+// not need it: the runner runs the library itself and hands the judge (testkit/compare/judge.h)
+// the status and the outputs.
 #pragma once
 
 #include <optional>
@@ -34,28 +35,14 @@ class RecordingBackend final : public testkit::Backend {
   kvc::Profile declared_profile(const InsertCase& c) const override {
     return profile_ ? *profile_ : inner_.declared_profile(c);
   }
-  testkit::Support supports_store(const StoreCase& c) const override { return inner_.supports_store(c); }
-  Status run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) override {
-    last_store_.clear();
-    last_status_ = Status::Ok();
-    last_status_ = inner_.run_store(c, backing);
-    last_store_ = backing;
-    return last_status_;
-  }
-  kvc::Profile declared_store_profile(const StoreCase& c) const override {
-    return profile_ ? *profile_ : inner_.declared_store_profile(c);
-  }
   const InsertOutputs& last() const { return last_; }
-  // The backing the last run_store() left.
-  const std::vector<std::uint8_t>& last_store() const { return last_store_; }
-  // The status of the last run or run_store() (ok before any).
+  // The status of the last run (ok before any).
   const Status& last_status() const { return last_status_; }
 
  private:
   testkit::Backend& inner_;
   std::optional<kvc::Profile> profile_;
   InsertOutputs last_;
-  std::vector<std::uint8_t> last_store_;
   Status last_status_ = Status::Ok();
 };
 

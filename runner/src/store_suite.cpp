@@ -8,12 +8,10 @@
 
 #include "kernel_suite_support.h"
 #include "kvc/oracle/store_rotated.h"
-#include "recording_backend.h"
 #include "stopwatch.h"
 #include "testkit/cases/declared_store_layout.h"
 #include "testkit/cases/registry.h"
 #include "testkit/cases/store_cases.h"
-#include "testkit/compare/policy_report.h"
 
 namespace kvc::runner {
 namespace {
@@ -42,15 +40,6 @@ StoreCase store_case(const cases::ConformanceSpec& spec, StoreCache cache) {
   return testkit::make_store_case(shape, rows, indices);
 }
 
-// The bytes of what the library wrote that check_backend_store compared: the whole backing when
-// both accepted the case (profile checker) or both rejected it ("nothing written").
-std::int64_t compared_bytes(const testkit::BackendCheck& result, const testkit::DeviceBackend& device,
-                            const std::vector<std::uint8_t>& written) {
-  if (!device.last_checks().abi_called || result.oracle_status.code != result.backend_status.code) return 0;
-  if (result.oracle_status.ok()) return result.report.compared_bytes;
-  return static_cast<std::int64_t>(written.size());
-}
-
 void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& given, bool repeat,
                  CheckResult& r) {
   r.add_bytes(AbiOp::kStoreRotated, 0);
@@ -71,23 +60,8 @@ void store_check(const RunOptions& options, testkit::DeviceBackend& device, cons
     skip(r, s.reason);
     return;
   }
-  RecordingBackend recorder(device, options.profile);
-  judge_library_call(r, [&] {
-    const testkit::BackendCheck result = testkit::check_backend_store(recorder, c);
-    r.add_bytes(AbiOp::kStoreRotated, compared_bytes(result, device, recorder.last_store()));
-    const std::string layout =
-        laid.relaid ? "in the library's declared layout (" + testkit::store_layout_name(c) + "): " : std::string();
-    if (!result.passed) {
-      fail(r, layout + result.text);
-      return;
-    }
-    if (!repeat || !result.backend_status.ok()) return;
-    const std::vector<std::uint8_t> first = recorder.last_store();
-    std::vector<std::uint8_t> second = testkit::make_store_backing(c);
-    (void)device.run_store(c, second);
-    if (first != second)
-      fail(r, layout + "a second run wrote different bytes (the result depends on timing or the grid)");
-  });
+  // Judged (testkit/compare/judge.h) on the case as laid out; the layout is in the check's name.
+  check_store(device, options.profile, c, repeat, r);
 }
 
 }  // namespace

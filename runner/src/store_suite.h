@@ -8,7 +8,7 @@
 //          [pages, ceil(record * bs / 576) * 576] with int32 indices (testkit's store-case
 //          builder), each laid out in the geometry the library declares where the contract
 //          allows it (testkit/cases/declared_store_layout.h: a library with SGLang's geometry gets
-//          both on SGLang's cache). Each through testkit::check_backend_store: the status, and the
+//          both on SGLang's cache). Each judged by testkit's judge (testkit/compare/judge.h): the status, and the
 //          whole backing, canary included, against the oracle's store op under the profile the
 //          library declares for the store op (or --profile), with the policy report on a
 //          difference; guard zones intact, inputs unchanged; a 402 for a case inside the declared

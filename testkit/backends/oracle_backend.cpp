@@ -1,11 +1,18 @@
 // oracle_backend.cpp: the oracle as a Backend (see oracle_backend.h).
 #include "testkit/backends/oracle_backend.h"
 
+#include <atomic>
+
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/store_rotated.h"
 
 namespace kvc::testkit {
+namespace {
+
+std::atomic<std::int64_t> g_runs{0};
+
+}  // namespace
 
 std::string OracleBackend::name() const {
   std::string n = "oracle";
@@ -16,6 +23,7 @@ std::string OracleBackend::name() const {
 }
 
 Status OracleBackend::run(const InsertCase& c, InsertOutputs& out) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
   return c.op == InsertOp::kLegacy ? oracle::legacy_insert(c, out, options_) : oracle::kv_only_insert(c, out, options_);
 }
 
@@ -32,6 +40,7 @@ Support OracleBackend::supports_store(const StoreCase& c) const {
 }
 
 Status OracleBackend::run_store(const StoreCase& c, std::vector<std::uint8_t>& backing) {
+  g_runs.fetch_add(1, std::memory_order_relaxed);
   return oracle::store_rotated(c, backing, options_);
 }
 
@@ -41,5 +50,7 @@ kvc::Profile OracleBackend::declared_store_profile(const StoreCase& c) const {
   p.rsqrt = RsqrtMode::kCorrectlyRounded;
   return p;
 }
+
+std::int64_t OracleBackend::runs_so_far() { return g_runs.load(std::memory_order_relaxed); }
 
 }  // namespace kvc::testkit

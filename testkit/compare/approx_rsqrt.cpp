@@ -17,6 +17,7 @@
 #include "kvc/oracle/record_codec.h"
 #include "kvc/resolved_case.h"
 #include "testkit/compare/backing_diff.h"
+#include "testkit/compare/q_out_diff.h"
 
 namespace kvc::testkit {
 namespace {
@@ -178,14 +179,17 @@ float exact_r_of(const InsertCase& c, const NormRow& row) {
 
 }  // namespace
 
-void rewrite_norm_row(const InsertCase& c, const NormRow& row, int ulps, InsertOutputs& out) {
+void rewrite_norm_row(const InsertCase& c, const NormRow& row, int ulps, InsertOutputs& out,
+                      const kvc::Profile& profile) {
   const float r = offset_by_ulps(exact_r_of(c, row), ulps);
   if (row.kind == NormRowKind::kQHead) {
     float e[kHeadDim];
     oracle::q_head_before_store(c, row.token, row.head, e, r);
     oracle::store_q_head(c, row.token, row.head, e, out.q_out);
   } else {
-    oracle::insert_kv_row(c, view_of(c), row.token, out.cache, oracle::OracleOptions{}, r);
+    oracle::OracleOptions o;
+    o.profile = profile;
+    oracle::insert_kv_row(c, view_of(c), row.token, out.cache, o, r);
   }
 }
 
@@ -196,7 +200,7 @@ void rewrite_kv_norm_row(const HostTensor& kv, const HostTensor& weight, float e
 }
 
 ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, const InsertOutputs& expected,
-                                           const InsertOutputs& actual) {
+                                           const InsertOutputs& actual, const kvc::Profile& profile) {
   ApproxRsqrtResult result;
   result.mode = mode;
   InsertOutputs adjusted = expected;
@@ -210,17 +214,14 @@ ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, 
       const RowBytes b = bytes_of(c, q_layout, row);
       return ranges_equal(b.cache, adjusted.cache, actual.cache) && ranges_equal(b.q_out, adjusted.q_out, actual.q_out);
     };
-    s.rewrite = [&](const NormRow& row, int k) { rewrite_norm_row(c, row, k, adjusted); };
+    s.rewrite = [&](const NormRow& row, int k) { rewrite_norm_row(c, row, k, adjusted, profile); };
     s.exact_r = exact_r;
     search_rows(norm_rows(c), s, result);
   }
 
   const DiffReport cache = diff_case_backings(c, adjusted.cache, actual.cache);
-  std::vector<std::int64_t> q_mismatches;
-  for (std::size_t i = 0; i < std::min(adjusted.q_out.size(), actual.q_out.size()); ++i)
-    if (adjusted.q_out[i] != actual.q_out[i]) q_mismatches.push_back(static_cast<std::int64_t>(i));
-  const bool q_equal = q_mismatches.empty() && adjusted.q_out.size() == actual.q_out.size();
-  result.other_bytes_equal = cache.equal() && q_equal;
+  const std::string q_out = q_out_difference_report(c, adjusted.q_out, actual.q_out);
+  result.other_bytes_equal = cache.equal() && q_out.empty();
   result.accepted = result.other_bytes_equal && result.rejected.empty();
 
   std::ostringstream s;
@@ -230,23 +231,7 @@ ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, 
     ctx.expected_name = mode == RsqrtMode::kApproximate ? "oracle (norm rows at the r' found)" : "oracle";
     s << format_case_report(c, cache, adjusted.cache, actual.cache, ctx);
   }
-  if (!q_equal) {
-    s << "  q output: " << q_mismatches.size() << " mismatching bytes";
-    if (adjusted.q_out.size() != actual.q_out.size())
-      s << ", sizes " << adjusted.q_out.size() << " vs " << actual.q_out.size();
-    s << "\n";
-    for (std::size_t k = 0; k < std::min(q_mismatches.size(), DiffReport::kShown); ++k) {
-      const std::int64_t at = q_mismatches[k];
-      // -1s for a byte no element holds.
-      const oracle::QOutElement e = oracle::locate_q_out_byte(q_layout, at).value_or(oracle::QOutElement{});
-      char line[160];
-      std::snprintf(line, sizeof line,
-                    "  q_out byte %lld (token %lld head %lld dim %d): expected 0x%02x actual 0x%02x\n",
-                    static_cast<long long>(at), static_cast<long long>(e.token), static_cast<long long>(e.head), e.dim,
-                    adjusted.q_out[static_cast<std::size_t>(at)], actual.q_out[static_cast<std::size_t>(at)]);
-      s << line;
-    }
-  }
+  s << q_out;
   result.report = s.str();
   return result;
 }

@@ -19,6 +19,7 @@
 
 #include "kvc/contract.h"
 #include "kvc/insert_case.h"
+#include "kvc/profile.h"
 #include "testkit/backends/backend.h"
 
 namespace kvc::testkit {
@@ -46,9 +47,12 @@ std::vector<NormRow> norm_rows(const InsertCase& c);
 // r moved by `ulps` fp32 ulps (positive: up). r itself when it is not finite.
 float offset_by_ulps(float r, int ulps);
 
-// Rewrites one norm row of `out` (outputs of the oracle for this case) with the row computed
-// with r' = r moved by `ulps` ulps; no other byte changes. Tests plant rows with it.
-void rewrite_norm_row(const InsertCase& c, const NormRow& row, int ulps, InsertOutputs& out);
+// Rewrites one norm row of `out` (outputs of the oracle for this case under `profile`) with the
+// row computed with r' = r moved by `ulps` ulps; no other byte changes. A kv_norm record is
+// encoded under `profile`'s record policies (its rsqrt policy is what r' stands for). Tests plant
+// rows with it.
+void rewrite_norm_row(const InsertCase& c, const NormRow& row, int ulps, InsertOutputs& out,
+                      const kvc::Profile& profile = kvc::vllm_profile());
 void rewrite_kv_norm_row(const HostTensor& kv, const HostTensor& weight, float eps, std::int64_t row, int ulps,
                          std::vector<std::uint16_t>& out);
 
@@ -68,9 +72,11 @@ struct ApproxRsqrtResult {
 };
 
 // Compares a backend's outputs with the oracle's (`expected`, computed with the correctly rounded
-// r) under `mode`. kCorrectlyRounded: byte-exact, cache and q output. kApproximate: as above.
+// r under `profile`'s record policies) under `mode`. kCorrectlyRounded: byte-exact, cache and q
+// output. kApproximate: as above.
 ApproxRsqrtResult compare_under_rsqrt_mode(const InsertCase& c, RsqrtMode mode, const InsertOutputs& expected,
-                                           const InsertOutputs& actual);
+                                           const InsertOutputs& actual,
+                                           const kvc::Profile& profile = kvc::vllm_profile());
 
 // The same for the standalone kv_norm's [N, 512] bf16 outputs.
 ApproxRsqrtResult compare_kv_norm_under_rsqrt_mode(const HostTensor& kv, const HostTensor& weight, float eps,

@@ -7,6 +7,7 @@
 
 #include "testkit/backends/backing.h"
 #include "testkit/compare/out_of_range_rows.h"
+#include "testkit/compare/q_out_diff.h"
 
 namespace kvc::testkit {
 namespace {
@@ -148,6 +149,15 @@ std::string stray_write_report(const InsertCase& c, const std::vector<std::uint8
     rows += "  " + line + "\n";
   return "bytes outside the addressed records changed (" + classes + ")\n" + rows +
          format_case_report(c, written, before, after, ctx);
+}
+
+std::string outputs_difference_report(const InsertCase& c, const InsertOutputs& expected, const InsertOutputs& actual,
+                                      const ReportContext& ctx) {
+  std::string text;
+  if (expected.cache != actual.cache)
+    text +=
+        format_case_report(c, diff_case_backings(c, expected.cache, actual.cache), expected.cache, actual.cache, ctx);
+  return text + q_out_difference_report(c, expected.q_out, actual.q_out);
 }
 
 }  // namespace kvc::testkit

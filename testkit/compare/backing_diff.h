@@ -71,6 +71,12 @@ DiffReport diff_case_backings(const InsertCase& c, const std::vector<std::uint8_
 std::string format_case_report(const InsertCase& c, const DiffReport& report, const std::vector<std::uint8_t>& expected,
                                const std::vector<std::uint8_t>& actual, ReportContext context);
 
+// Two sets of outputs of one case, compared whole (two runs of a library, two ops, two grids):
+// "" when both the cache and q_out are equal, else the cache's report (format_case_report) and
+// q_out's (q_out_diff.h).
+std::string outputs_difference_report(const InsertCase& c, const InsertOutputs& expected, const InsertOutputs& actual,
+                                      const ReportContext& ctx);
+
 // The locality check of an op that must write only its addressed records (a valid call, or a
 // rejected one that must write nothing): "" when no byte outside the addressed records changed
 // between `before` and `after` (page padding, row gaps, foreign slots, outside the view); else

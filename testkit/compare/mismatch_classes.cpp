@@ -664,7 +664,7 @@ MismatchClassification classify_insert_mismatches(const InsertCase& c, const kvc
                                                   const std::vector<std::uint8_t>& actual, const PolicyReport* policy) {
   std::optional<PolicyReport> computed;
   if (!policy) {
-    computed = check_insert_under_profile(c, declared, initial, actual, "actual");
+    computed = check_insert_under_profile(c, declared, initial, expected, actual, "actual");
     policy = &*computed;
   }
   return Classifier(c, declared, initial, expected, actual, policy).run();

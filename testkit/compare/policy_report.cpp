@@ -1,5 +1,4 @@
 // policy_report.cpp: the profile-aware checker (see policy_report.h).
-#include "testkit/backends/oracle_backend.h"
 #include "testkit/compare/policy_report.h"
 
 #include <algorithm>
@@ -11,11 +10,7 @@
 
 #include "kvc/oracle/kv_insert.h"
 #include "kvc/oracle/store_rotated.h"
-#include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/backing.h"
-#include "testkit/cases/store_cases.h"
-#include "kvc/validate.h"
-#include "kvc/validate_store.h"
 
 namespace kvc::testkit {
 namespace {
@@ -23,12 +18,11 @@ namespace {
 using Range = std::pair<std::int64_t, std::int64_t>;  // [begin, end) in the backing
 
 // What the checker needs of an op: the cache view, the slot of every row the op processes, and
-// how to encode one row, or all of them, under given options.
+// how to encode one row under given options (the whole case is the caller's oracle run).
 struct RowEncoder {
   oracle::PagedCacheView view;
   std::vector<std::int64_t> row_slots;
   std::function<void(std::int64_t row, const oracle::OracleOptions& o, std::vector<std::uint8_t>& backing)> encode;
-  std::function<void(const oracle::OracleOptions& o, std::vector<std::uint8_t>& backing)> encode_all;
 };
 
 oracle::OracleOptions options_for(const kvc::Profile& p) {
@@ -350,11 +344,10 @@ std::string report_text(const PolicyReport& r, const RowEncoder& enc, const std:
 }
 
 PolicyReport explain(const RowEncoder& enc, const kvc::Profile& declared, const std::vector<std::uint8_t>& initial,
-                     const std::vector<std::uint8_t>& actual, const std::string& actual_name, float fp8_scale) {
+                     const std::vector<std::uint8_t>& expected, const std::vector<std::uint8_t>& actual,
+                     const std::string& actual_name, float fp8_scale) {
   PolicyReport r;
   r.declared = declared;
-  std::vector<std::uint8_t> expected = initial;
-  enc.encode_all(options_for(declared), expected);
   const SplitDiff d = split_diff(enc, expected, actual, r);
   if (!d.record_offsets.empty()) explain_record_bytes(enc, declared, initial, actual, d, r);
   r.culprits = address_culprits(enc.view, enc.row_slots, d.address_offsets);
@@ -370,9 +363,6 @@ RowEncoder insert_encoder(const InsertCase& c) {
   e.encode = [&c, view = e.view](std::int64_t row, const oracle::OracleOptions& o, std::vector<std::uint8_t>& b) {
     oracle::insert_kv_row(c, view, row, b, o);
   };
-  e.encode_all = [&c](const oracle::OracleOptions& o, std::vector<std::uint8_t>& b) {
-    oracle::insert_kv_rows(c, b, o);
-  };
   return e;
 }
 
@@ -385,37 +375,8 @@ RowEncoder store_encoder(const StoreCase& c) {
     for (int d = 0; d < kHeadDim; ++d) r16[d] = c.rows.load<std::uint16_t>(row * kHeadDim + d);
     oracle::store_rotated_row(r16, DType::kBF16, view, c.index(row), b, o);
   };
-  e.encode_all = [&c](const oracle::OracleOptions& o, std::vector<std::uint8_t>& b) {
-    const Status s = oracle::store_rotated(c, b, o);
-    if (!s.ok()) throw std::invalid_argument("the checker needs a case the oracle accepts: " + s.ToString());
-  };
   return e;
 }
-
-std::string status_line(const std::string& who, const Status& s) { return "  " + who + ": " + s.ToString() + "\n"; }
-
-// The statuses' part of a backend check, said in `s`. False when they settle the check: the
-// backend's status differs from the oracle's (a failure), or both rejected the case (a pass when
-// the backend left its outputs `untouched`). True when both accepted it: the bytes decide.
-bool both_accepted(BackendCheck& r, const std::string& name, const char* status_what, bool untouched,
-                   const char* outputs_what, std::ostream& s) {
-  if (r.oracle_status.code != r.backend_status.code) {
-    s << name << ": " << status_what << " differs from the oracle's\n"
-      << status_line("oracle", r.oracle_status) << status_line(name, r.backend_status);
-    return false;
-  }
-  if (!r.oracle_status.ok()) {
-    r.passed = untouched;
-    s << name << ": rejected as the oracle does (" << r.backend_status.ToString() << ")"
-      << (untouched ? "" : std::string("; but it WROTE into ") + outputs_what) << "\n";
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-namespace {
 
 // A known mistake of the address arithmetic: where it puts a slot's record.
 struct AddressModel {
@@ -515,62 +476,17 @@ std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& v,
 
 PolicyReport check_insert_under_profile(const InsertCase& c, const kvc::Profile& declared,
                                         const std::vector<std::uint8_t>& initial,
+                                        const std::vector<std::uint8_t>& expected,
                                         const std::vector<std::uint8_t>& actual, const std::string& actual_name) {
-  return explain(insert_encoder(c), declared, initial, actual, actual_name,
+  return explain(insert_encoder(c), declared, initial, expected, actual, actual_name,
                  c.fp8_scale.present ? c.fp8_scale.load<float>(0) : 1.0f);
 }
 
 PolicyReport check_store_under_profile(const StoreCase& c, const kvc::Profile& declared,
                                        const std::vector<std::uint8_t>& initial,
+                                       const std::vector<std::uint8_t>& expected,
                                        const std::vector<std::uint8_t>& actual, const std::string& actual_name) {
-  return explain(store_encoder(c), declared, initial, actual, actual_name, 1.0f);
-}
-
-BackendCheck check_backend_insert(Backend& backend, const InsertCase& c) {
-  const InsertOutputs initial = make_outputs(c);
-  InsertOutputs expected = initial, actual = initial;
-  BackendCheck r;
-  r.oracle_status = OracleBackend().run(c, expected);
-  r.backend_status = backend.run(c, actual);
-  std::ostringstream s;
-  const bool untouched = actual.cache == initial.cache && actual.q_out == initial.q_out;
-  if (both_accepted(r, backend.name(), "status", untouched, "its outputs", s)) {
-    const kvc::Profile declared = backend.declared_profile(c);
-    r.report = check_insert_under_profile(c, declared, initial.cache, actual.cache, backend.name());
-    s << r.report.text;
-    bool q_ok = true;
-    if (declared.rsqrt == RsqrtMode::kApproximate && !norm_rows(c).empty()) {
-      InsertOutputs under_profile = initial;
-      oracle::OracleOptions o;
-      o.profile = declared;
-      const Status es = OracleBackend(o).run(c, under_profile);
-      r.rsqrt = compare_under_rsqrt_mode(c, declared.rsqrt, under_profile, actual);
-      s << r.rsqrt.report;
-      r.passed = es.ok() && r.rsqrt.accepted;
-    } else {
-      q_ok = actual.q_out == expected.q_out;
-      if (!q_ok) s << "  q_out differs from the oracle's (profiles do not concern the Q output)\n";
-      r.passed = r.report.equal() && q_ok;
-    }
-  }
-  r.text = s.str();
-  return r;
-}
-
-BackendCheck check_backend_store(Backend& backend, const StoreCase& c) {
-  const std::vector<std::uint8_t> initial = make_store_backing(c);
-  std::vector<std::uint8_t> expected = initial, actual = initial;
-  BackendCheck r;
-  r.oracle_status = OracleBackend().run_store(c, expected);
-  r.backend_status = backend.run_store(c, actual);
-  std::ostringstream s;
-  if (both_accepted(r, backend.name(), "store status", actual == initial, "the cache", s)) {
-    r.report = check_store_under_profile(c, backend.declared_store_profile(c), initial, actual, backend.name());
-    r.passed = r.report.equal();
-    s << r.report.text;
-  }
-  r.text = s.str();
-  return r;
+  return explain(store_encoder(c), declared, initial, expected, actual, actual_name, 1.0f);
 }
 
 }  // namespace kvc::testkit

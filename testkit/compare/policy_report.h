@@ -1,12 +1,12 @@
 // policy_report.h: the profile-aware checker (docs/contract.md §6).
 //
 // A backend's cache bytes are compared with the oracle's run under the profile the backend
-// declares. When they differ, the checker re-runs the oracle on the rows whose records differ
-// under every combination of the other alternatives of the policies that apply to the format,
-// takes the combination that reproduces the most bytes (the fewest policies on a tie), and
-// groups the differing bytes by field and by the policies they need: "854 fp8 codes follow clamp
-// order `sglang` and Inf block `sglang`; declared profile `vllm`". Bytes no profile reproduces
-// are listed as unexplained.
+// declares (the judge, judge.h, runs it and calls this checker). When they differ, the checker
+// re-encodes the rows whose records differ under every combination of the other alternatives of
+// the policies that apply to the format, takes the combination that reproduces the most bytes
+// (the fewest policies on a tie), and groups the differing bytes by field and by the policies
+// they need: "854 fp8 codes follow clamp order `sglang` and Inf block `sglang`; declared profile
+// `vllm`". Bytes no profile reproduces are listed as unexplained.
 //
 // A write outside the records the op addresses is an address error under every profile, never a
 // policy (§6.3): guard or outside-the-view bytes (before the cache, past it), page padding, row
@@ -16,7 +16,8 @@
 // cache), with C's truncating division, or with its page or the slot itself truncated to 32 bits
 // (SGLang with the int64 slot -2^62: page 0 token 0).
 //
-// Cost: one oracle run of the case, then one re-encoding of at most kSearchRows differing rows
+// Cost: no oracle run of its own (the caller's, under the declared profile, is its reference:
+// judge.h runs it once per judgment), then one re-encoding of at most kSearchRows differing rows
 // per combination (2^6 at most), and one per followed policy.
 #pragma once
 
@@ -28,10 +29,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/profile.h"
 #include "kvc/oracle/record_codec.h"
-#include "kvc/status.h"
 #include "kvc/store_case.h"
-#include "testkit/backends/backend.h"
-#include "testkit/compare/approx_rsqrt.h"
 #include "testkit/compare/backing_diff.h"
 
 namespace kvc::testkit {
@@ -77,13 +75,17 @@ struct PolicyReport {
 };
 
 // The checker on an insert case (both ops: their cache bytes). `initial` is the backing before
-// the call, `actual` after it; the case must be one the oracle accepts.
+// the call, `expected` the oracle's backing under `declared` (written over `initial`: the caller
+// runs the oracle, once, judge.h), `actual` the backend's; the case must be one the oracle
+// accepts.
 PolicyReport check_insert_under_profile(const InsertCase& c, const kvc::Profile& declared,
                                         const std::vector<std::uint8_t>& initial,
+                                        const std::vector<std::uint8_t>& expected,
                                         const std::vector<std::uint8_t>& actual, const std::string& actual_name);
 // The same for the store op.
 PolicyReport check_store_under_profile(const StoreCase& c, const kvc::Profile& declared,
                                        const std::vector<std::uint8_t>& initial,
+                                       const std::vector<std::uint8_t>& expected,
                                        const std::vector<std::uint8_t>& actual, const std::string& actual_name);
 
 // Rows whose (negative) slot, addressed with a known mistake, covers the given backing offsets
@@ -92,20 +94,5 @@ PolicyReport check_store_under_profile(const StoreCase& c, const kvc::Profile& d
 std::vector<AddressCulprit> address_culprits(const oracle::PagedCacheView& view,
                                              const std::vector<std::int64_t>& row_slots,
                                              const std::vector<std::int64_t>& offsets);
-
-// Runs `backend` on the case (a canary backing) and the oracle too, and checks the backend under
-// its declared profile: the same status, nothing written on rejection, the cache bytes by
-// check_*_under_profile, and (legacy op) q_out exactly, or row by row when the backend declares
-// the approximate rsqrt. `text` says all of it.
-struct BackendCheck {
-  Status oracle_status;
-  Status backend_status;
-  PolicyReport report;
-  ApproxRsqrtResult rsqrt;  // the row-by-row comparison, when the backend declares the approximate rsqrt
-  bool passed = false;
-  std::string text;
-};
-BackendCheck check_backend_insert(Backend& backend, const InsertCase& c);
-BackendCheck check_backend_store(Backend& backend, const StoreCase& c);
 
 }  // namespace kvc::testkit

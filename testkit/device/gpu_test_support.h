@@ -6,9 +6,10 @@
 // - kernel_library(): the library under test, loaded once per program: KVC_KERNELS=path.so when
 //   set, else our kernels. A library that fails to load fails the test (it is not a skip).
 // - KVC_REQUIRE_SUPPORT(backend, case): skips a case the library declares it does not implement.
-// - matches_oracle(): the comparison of a backend's outputs with the oracle's, byte for byte, or
-//   under the approximate-rsqrt acceptance when the library declares that mode for the case.
-// - expect_conformant(): one valid case run twice on the device, against the oracle.
+// - judge(), passes(): the judge's verdict (testkit/compare/judge.h) on a library's outputs,
+//   under the profile and rsqrt mode it declares for the case, as an assertion. The runner and
+//   the fuzz properties judge through the same function.
+// - expect_conformant(): one valid case run twice on the device, judged.
 // - expect_rejects_misaligned_cache(): a library's own validation answering a broken rule.
 // - expect_kv_norm_equals_oracle(): a library's standalone kv_norm on random rows.
 // - KvNormRowsTest: the fixture of the standalone kv_norm suites over (rows, in place).
@@ -20,9 +21,13 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "kvc/insert_case.h"
+#include "kvc/status.h"
+#include "kvc/store_case.h"
 #include "testkit/cases/case_builder.h"
+#include "testkit/compare/judge.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/device_buffers.h"
 #include "testkit/device/kernel_library.h"
@@ -53,31 +58,28 @@ testkit::DeviceBackend make_backend(const testkit::KernelLibrary& library, testk
 // Guard zones intact and inputs unchanged in the backend's last call.
 ::testing::AssertionResult clean(const testkit::DeviceBackend& backend);
 
-// The rsqrt mode the library declares for this case's norm rows (legacy: its Q-norm, KV-only: its
-// fused kv_norm).
-RsqrtMode declared_mode(const testkit::DeviceBackend& backend, const InsertCase& c);
+// The judge's verdict (testkit/compare/judge.h) on one call of `backend`'s library: `status` and
+// `actual`, its outputs of `c` written over `initial` (default: the canary), against the oracle
+// run once under the profile the library declares for the case (rsqrt included). `options` may
+// set the oracle's validation level and whether q_out is judged; the library's name is the
+// backend's.
+testkit::Verdict judge(const testkit::Backend& backend, const InsertCase& c, const Status& status, InsertOutputs actual,
+                       const std::optional<InsertOutputs>& initial = std::nullopt, testkit::JudgeOptions options = {});
+// The same for a store call (`actual`: the backing).
+testkit::Verdict judge(const testkit::Backend& backend, const StoreCase& c, const Status& status,
+                       std::vector<std::uint8_t> actual);
 
-// Cache backing and q output equal the oracle's (`expected`) byte for byte, or, when `mode` is
-// the approximation, row by row within the contract's window on r. The failure message decodes
-// the first differing bytes (page, slot, field; q token, head, dim).
-::testing::AssertionResult matches_oracle(const InsertCase& c, const InsertOutputs& expected,
-                                          const InsertOutputs& actual, RsqrtMode mode, const std::string& description);
+// A verdict as an assertion: success when it passed (what a declared approximate rsqrt granted is
+// printed), else `description`, the judge's report (page, slot, field, expected vs actual bytes
+// and values, the policies the bytes follow) and the mismatch classes.
+::testing::AssertionResult passes(const testkit::Verdict& v, const std::string& description);
 
 // Two device runs of one case must write identical bytes (no dependence on timing or grid).
 ::testing::AssertionResult identical_runs(const InsertCase& c, const InsertOutputs& first, const InsertOutputs& second,
                                           const std::string& first_name, const std::string& second_name);
 
-// "q_out byte 1234: token 0 head 2 dim 105 (expected 0x12, actual 0x34)" for the first
-// difference, or "" when equal.
-std::string first_q_out_difference(const InsertCase& c, const std::vector<std::uint8_t>& expected,
-                                   const std::vector<std::uint8_t>& actual);
-
-// Oracle outputs of a case (asserting it is accepted).
-InsertOutputs oracle_outputs(const InsertCase& c);
-
-// Runs `c` on the device and checks it against the oracle (matches_oracle under the declared
-// mode, guard zones and inputs clean), then checks that a second run writes identical bytes.
-// Skips a case the library does not implement.
+// Runs `c` on the device and judges it (judge(), passes(); guard zones and inputs clean), then
+// checks that a second run writes identical bytes. Skips a case the library does not implement.
 void expect_conformant(const InsertCase& c, const std::string& name, testkit::DeviceBackendOptions options = {});
 
 // With host validation off, `library` itself must answer a small packed528 case of `op` whose

@@ -18,18 +18,13 @@
 #include "kvc/oracle/stacked_ctx_kv_params.h"
 #include "kvc/stacked_ctx_kv_case.h"
 #include "testkit/backends/backend.h"
+#include "testkit/compare/stacked_ctx_kv_judge.h"
 #include "testkit/device/declared_support.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/kernel_library.h"
 #include "testkit/device/owned_stream.h"
 
 namespace kvc::testkit {
-
-// The projection GEMM a run asks for (kvc_projection_gemm).
-enum class StackedGemm : std::uint8_t { kExactOrder = 0, kAnyOrder = 1 };
-inline const char* gemm_name(StackedGemm g) {
-  return g == StackedGemm::kAnyOrder ? "any-order (cuBLAS)" : "exact-order";
-}
 
 // When the run hands the library stacked parameters (stacked_weight, stacked_bias).
 enum class StackedParamsPolicy : std::uint8_t {

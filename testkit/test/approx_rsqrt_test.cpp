@@ -12,7 +12,8 @@
 // ulp changes them. Row A made with r + 3 ulp equals row A with r + 1 ulp (both 0x3bb3), which is
 // why row B exists: row A plus four ones in lane 1 (dims 16..19), S = 2^24 + 4, r = 0x3bb27ffe,
 // whose bf(r') is 0x3bb2 for r' in [r - 2, r + 2] ulp and 0x3bb3 only from r + 3 ulp: a row made
-// with r + 3 ulp is reproduced by no allowed r'.
+// with r + 3 ulp is reproduced by no allowed r'. The norm rows are re-encoded under the profile
+// they are judged under (ApproxRsqrtProfile).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "kvc/oracle/kv_norm.h"
 #include "kvc/oracle/legacy_insert.h"
 #include "kvc/oracle/rms_norm.h"
+#include "kvc/profile.h"
 #include "testkit/compare/approx_rsqrt.h"
 #include "testkit/backends/oracle_backend.h"
 #include "testkit/backends/backing.h"
@@ -244,6 +246,28 @@ TEST(ApproxRsqrtStandaloneKvNorm, PlantedRows) {
   EXPECT_FALSE(r.accepted) << r.report;
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected[0].token, 1);
+}
+
+// A kv_norm record is re-encoded under the profile it is judged under: rewritten at r itself it
+// keeps the oracle's bytes under that profile (SGLang's: no RoPE, pad byte not written), which the
+// contract's encoding would not. Catches a comparison that re-encodes the rows it moves under the
+// contract whatever the library declares (every moved row of an `sglang-store` library rejected).
+TEST(ApproxRsqrtProfile, ANormRowIsReencodedUnderTheJudgedProfile) {
+  InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, RecordFormat::kPacked584, 3);
+  c.kv_norm_weight = make_tensor_from(DType::kBF16, std::vector<std::uint16_t>(kHeadDim, 0x3F80), {kHeadDim});
+  oracle::OracleOptions sglang;
+  sglang.profile = kvc::sglang_store_profile();
+  InsertOutputs expected = testkit::make_outputs(c);
+  ASSERT_TRUE(testkit::OracleBackend(sglang).run(c, expected).ok());
+  const NormRow row = testkit::norm_rows(c).front();
+  InsertOutputs rewritten = expected;
+  testkit::rewrite_norm_row(c, row, 0, rewritten, sglang.profile);
+  EXPECT_EQ(rewritten.cache, expected.cache);
+  InsertOutputs under_the_contract = expected;
+  testkit::rewrite_norm_row(c, row, 0, under_the_contract);
+  EXPECT_NE(under_the_contract.cache, expected.cache) << "the two profiles must differ on this record";
+  EXPECT_TRUE(
+      testkit::compare_under_rsqrt_mode(c, RsqrtMode::kApproximate, expected, expected, sglang.profile).accepted);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// policy_report_test.cpp: the profile checker (testkit/policy_report.h) against planted backends.
+// policy_report_test.cpp: the profile checker (testkit/policy_report.h), through the judge
+// (judge.h), against planted backends.
 //
 // A planted backend runs the oracle under one profile and declares another, and can make
 // SGLang's address mistakes. The checker must: pass a backend under the profile it declares;
@@ -20,6 +21,7 @@
 #include "testkit/backends/backing.h"
 #include "testkit/cases/case_builder.h"
 #include "testkit/planted/planted_backends.h"
+#include "testkit/compare/judge.h"
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
@@ -56,20 +58,19 @@ TEST(PolicyReport, PassesEveryBackendUnderTheProfileItDeclares) {
   for (const char* name : {"vllm", "sglang-store", "clamp=sglang,floor=after"}) {
     PlantedBackend honest(spec(name), spec(name));
     for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
-      const testkit::BackendCheck check =
-          testkit::check_backend_store(honest, edge_store_case(f, StorePages::kSglangFlat));
-      EXPECT_TRUE(check.passed) << check.text;
+      const testkit::Verdict check = testkit::run_and_judge_store(honest, edge_store_case(f, StorePages::kSglangFlat));
+      EXPECT_TRUE(check.passed()) << check.report;
     }
   }
 }
 
 TEST(PolicyReport, SglangStoreBytesDeclaredVllmNameEveryObservablePolicy) {
   PlantedBackend sglang(kvc::sglang_store_profile(), kvc::vllm_profile());
-  const testkit::BackendCheck check =
-      testkit::check_backend_store(sglang, edge_store_case(RecordFormat::kPacked584, StorePages::kSglangFlat));
-  std::printf("%s", check.text.c_str());
-  ASSERT_FALSE(check.passed);
-  const testkit::PolicyReport& r = check.report;
+  const testkit::Verdict check =
+      testkit::run_and_judge_store(sglang, edge_store_case(RecordFormat::kPacked584, StorePages::kSglangFlat));
+  std::printf("%s", check.report.c_str());
+  ASSERT_FALSE(check.passed());
+  const testkit::PolicyReport& r = check.policy;
   EXPECT_TRUE(r.only_policies()) << r.text;
   ASSERT_TRUE(r.followed.has_value());
   // The exponent rule cannot show on bf16 rows (docs/contract.md §2.3): every other SGLang policy.
@@ -107,13 +108,13 @@ TEST(PolicyReport, EachPolicyAlonePlantedIsNamedAlone) {
   for (const PlantedPolicy& p : planted) {
     SCOPED_TRACE(std::string(p.profile) + " on " + std::string(layout_of(p.format).name));
     PlantedBackend backend(spec(p.profile), kvc::vllm_profile());
-    const testkit::BackendCheck check =
-        testkit::check_backend_store(backend, edge_store_case(p.format, StorePages::kPagedView));
-    EXPECT_FALSE(check.passed);
-    EXPECT_TRUE(check.report.only_policies()) << check.text;
-    ASSERT_TRUE(check.report.followed.has_value()) << check.text;
-    EXPECT_EQ(*check.report.followed, spec(p.profile)) << check.text;
-    EXPECT_TRUE(names_only(check.report, p.policy)) << check.text;
+    const testkit::Verdict check =
+        testkit::run_and_judge_store(backend, edge_store_case(p.format, StorePages::kPagedView));
+    EXPECT_FALSE(check.passed());
+    EXPECT_TRUE(check.policy.only_policies()) << check.report;
+    ASSERT_TRUE(check.policy.followed.has_value()) << check.report;
+    EXPECT_EQ(*check.policy.followed, spec(p.profile)) << check.report;
+    EXPECT_TRUE(names_only(check.policy, p.policy)) << check.report;
   }
 }
 
@@ -127,10 +128,10 @@ TEST(PolicyReport, ThroughTheKvOnlyInsertToo) {
     InsertCase c = testkit::small_valid_case(InsertOp::kKvOnly, format, 3);
     c.kv = make_tensor_from(DType::kBF16, testkit::policy_edge_rows(c.num_rows(), 3), {c.num_rows(), kHeadDim});
     PlantedBackend backend(spec(name), kvc::vllm_profile());
-    const testkit::BackendCheck check = testkit::check_backend_insert(backend, c);
-    EXPECT_FALSE(check.passed);
-    EXPECT_TRUE(check.report.only_policies()) << check.text;
-    EXPECT_TRUE(names_only(check.report, policy)) << check.text;
+    const testkit::Verdict check = testkit::run_and_judge_insert(backend, c);
+    EXPECT_FALSE(check.passed());
+    EXPECT_TRUE(check.policy.only_policies()) << check.report;
+    EXPECT_TRUE(names_only(check.policy, policy)) << check.report;
   }
 }
 
@@ -139,8 +140,8 @@ TEST(PolicyReport, TheExponentRuleCannotShowOnBf16Rows) {
   // in profile_test): a backend with the exact rule writes vllm's bytes on every case.
   PlantedBackend exact(spec("exponent=exact"), kvc::vllm_profile());
   for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
-    const testkit::BackendCheck check = testkit::check_backend_store(exact, edge_store_case(f, StorePages::kPagedView));
-    EXPECT_TRUE(check.passed) << check.text;
+    const testkit::Verdict check = testkit::run_and_judge_store(exact, edge_store_case(f, StorePages::kPagedView));
+    EXPECT_TRUE(check.passed()) << check.report;
   }
 }
 
@@ -153,9 +154,9 @@ TEST(PolicyReportAddress, SlotMinusOneAtPageMinusOneIsAnAddressErrorUnderEveryPr
     const std::int64_t page = sglang_page_stride_bytes(RecordFormat::kPacked584, kBlockSize);
     const StoreCase c = edge_store_case(RecordFormat::kPacked584, StorePages::kSglangFlat, page);
     PlantedBackend backend(spec(name), spec(name), AddressDefect::kNegativeSlotFloorPage);
-    const testkit::BackendCheck check = testkit::check_backend_store(backend, c);
-    EXPECT_FALSE(check.passed) << "a profile excused a write before the cache";
-    const testkit::PolicyReport& r = check.report;
+    const testkit::Verdict check = testkit::run_and_judge_store(backend, c);
+    EXPECT_FALSE(check.passed()) << "a profile excused a write before the cache";
+    const testkit::PolicyReport& r = check.policy;
     EXPECT_EQ(r.record_bytes, 0) << "the addressed records are right: " << r.text;
     EXPECT_GT(r.address_error_bytes, 500) << r.text;
     EXPECT_EQ(r.unattributed_address_bytes, 0) << r.text;
@@ -176,9 +177,9 @@ TEST(PolicyReportAddress, HugeNegativeSlotTruncatedToPageZeroOverwritesAForeignS
   const StoreCase c = testkit::make_store_case(shape, testkit::policy_edge_rows(4, 5), {5, 9, huge, 33});
   PlantedBackend backend(kvc::sglang_store_profile(), kvc::sglang_store_profile(),
                          AddressDefect::kPageTruncatedTo32Bits);
-  const testkit::BackendCheck check = testkit::check_backend_store(backend, c);
-  EXPECT_FALSE(check.passed);
-  const testkit::PolicyReport& r = check.report;
+  const testkit::Verdict check = testkit::run_and_judge_store(backend, c);
+  EXPECT_FALSE(check.passed());
+  const testkit::PolicyReport& r = check.policy;
   EXPECT_EQ(r.record_bytes, 0) << r.text;
   EXPECT_GT(r.address_error_bytes, 500) << r.text;
   EXPECT_EQ(r.unattributed_address_bytes, 0) << r.text;
@@ -202,12 +203,12 @@ TEST(PolicyReportAddress, InsertOpStrayWritesAreNamedToo) {
   in.cos_sin = testkit::random_cos_sin(rng, 8);
   const InsertCase c = testkit::make_kv_only_case(shape, in);
   PlantedBackend backend(kvc::vllm_profile(), kvc::vllm_profile(), AddressDefect::kNegativeSlotFloorPage);
-  const testkit::BackendCheck check = testkit::check_backend_insert(backend, c);
-  EXPECT_FALSE(check.passed);
-  ASSERT_EQ(check.report.culprits.size(), 1u) << check.text;
-  EXPECT_EQ(check.report.culprits[0].row, 1);
-  EXPECT_EQ(check.report.culprits[0].slot, -1);
-  EXPECT_EQ(check.report.unattributed_address_bytes, 0) << check.text;
+  const testkit::Verdict check = testkit::run_and_judge_insert(backend, c);
+  EXPECT_FALSE(check.passed());
+  ASSERT_EQ(check.policy.culprits.size(), 1u) << check.report;
+  EXPECT_EQ(check.policy.culprits[0].row, 1);
+  EXPECT_EQ(check.policy.culprits[0].slot, -1);
+  EXPECT_EQ(check.policy.unattributed_address_bytes, 0) << check.report;
 }
 
 TEST(PolicyReportAddress, CulpritsFromDeviceGuardOffsets) {

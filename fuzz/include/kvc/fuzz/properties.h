@@ -3,15 +3,16 @@
 // Each property checks one claim of the contract on generated problems. All runs go through the
 // backend under test (the oracle by default, a mutant oracle in the mutation test, the kernels
 // later), so metamorphic claims (permutation, splitting, idempotence, ...) hold for whatever runs;
-// the differential property compares it against the oracle byte for byte (under the rsqrt mode
-// the backend declares, testkit/approx_rsqrt.h). Every property has a planted-defect test
+// the differential property compares it against the oracle byte for byte through the judge
+// (testkit/compare/judge.h: under the profile and rsqrt mode the backend declares), as the GPU
+// suites and the runner do. Every property has a planted-defect test
 // (fuzz/test/fuzz_planted_defect_test.cpp) that shows it failing on the defect it exists to catch.
 // With the oracle as the backend under test, differential and kv-only-equals-legacy compare the
 // oracle with itself (the legacy op runs the KV-only encoder) and cannot fail: they become
 // meaningful when a kernel backend is under test.
 //
 // Implementation profiles (docs/contract.md §6): differential compares a backend with the oracle
-// under the profile the backend declares (testkit/policy_report.h), so it holds under every
+// under the profile the backend declares (testkit/compare/judge.h), so it holds under every
 // profile. Every other property states the profiles its claim holds under (PropertySpec::profiles),
 // derived from the policies' definitions; a case whose declared profile lies outside them is
 // "not applicable", never passed: the run, the campaign summary and the gtest suites say so with

@@ -1,0 +1,161 @@
+// stacked_ctx_kv_judge.cpp: the stacked op's judge (see stacked_ctx_kv_judge.h).
+#include "testkit/compare/stacked_ctx_kv_judge.h"
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+
+#include "kvc/oracle/stacked_ctx_kv.h"
+#include "kvc/oracle/stacked_ctx_kv_fp64.h"
+#include "kvc/stacked_ctx_kv_eligibility.h"
+#include "testkit/cases/stacked_ctx_kv_builder.h"
+#include "testkit/compare/stacked_ctx_kv_diff.h"
+
+namespace kvc::testkit {
+namespace {
+
+// Collects a judgment: the first failure decides the kind, every failure is told.
+class Judgment {
+ public:
+  explicit Judgment(Verdict& v) : v_(v) {}
+  void fail(VerdictKind kind, const std::string& text) {
+    if (v_.kind == VerdictKind::kMatch) v_.kind = kind;
+    text_ << text;
+  }
+  std::ostringstream& text() { return text_; }
+  void finish() { v_.report = text_.str(); }
+
+ private:
+  Verdict& v_;
+  std::ostringstream text_;
+};
+
+// The pools of `actual` against `expected`, both of case `c`: the elements compared, the report
+// on a difference.
+void judge_pools(const StackedCtxKvCase& c, const StackedCtxKvOutputs& expected, const StackedCtxKvOutputs& actual,
+                 const std::string& expected_name, const std::string& actual_name, const std::string& reproduce,
+                 Verdict& v, Judgment& j) {
+  const StackedDiffReport d = diff_stacked_pools(c, expected, actual);
+  v.compared_bytes += d.compared_elements * 2;
+  if (!d.equal())
+    j.fail(VerdictKind::kMismatch, format_stacked_report(c, d, expected_name, actual_name, "reproduce: " + reproduce));
+}
+
+void judge_exact_projection(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& expected,
+                            const std::vector<std::uint16_t>& actual, const std::string& name, Verdict& v,
+                            Judgment& j) {
+  v.compared_bytes += static_cast<std::int64_t>(std::min(expected.size(), actual.size()) * 2);
+  if (const std::string d = projection_difference(c, expected, actual); !d.empty())
+    j.fail(VerdictKind::kMismatch, name + ": the stored projection differs from the oracle's: " + d + "\n");
+}
+
+}  // namespace
+
+std::vector<std::uint16_t> projection_rows(const std::vector<std::uint16_t>& projection, std::int64_t width,
+                                           const std::vector<std::int64_t>& tokens) {
+  std::vector<std::uint16_t> rows;
+  for (std::int64_t t : tokens)
+    rows.insert(rows.end(), projection.begin() + t * width, projection.begin() + (t + 1) * width);
+  return rows;
+}
+
+std::string projection_difference(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& expected,
+                                  const std::vector<std::uint16_t>& actual) {
+  if (expected.size() != actual.size())
+    return "projection sizes " + std::to_string(expected.size()) + " vs " + std::to_string(actual.size());
+  const std::int64_t width = c.projection_width();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] == actual[i]) continue;
+    const std::int64_t t = static_cast<std::int64_t>(i) / width, col = static_cast<std::int64_t>(i) % width;
+    int l = 0;
+    while (l + 1 < c.num_layers() && col >= c.projection_column(l + 1)) ++l;
+    const StackedCtxKvLayer& layer = c.layers[static_cast<std::size_t>(l)];
+    const std::int64_t within = col - c.projection_column(l);
+    return "projection token " + std::to_string(t) + " layer " + std::to_string(l) +
+           (within >= layer.kv_size() ? " V" : " K") + " head " +
+           std::to_string((within % layer.kv_size()) / layer.head_dim) + " dim " +
+           std::to_string(within % layer.head_dim) + ": expected " + describe16(expected[i], c.storage_dtype()) +
+           " actual " + describe16(actual[i], c.storage_dtype()) + ", " +
+           std::to_string(ulp_distance16(expected[i], actual[i], c.storage_dtype())) + " ulp";
+  }
+  return {};
+}
+
+Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
+                      const std::vector<StackedRun>& runs, const std::string& reproduce) {
+  Verdict v;
+  Judgment j(v);
+  const bool sampled = !sampled_tokens.empty();
+  const StackedCtxKvCase judged = sampled ? with_tokens(c, sampled_tokens) : c;
+  const std::string oracle_name = sampled ? "oracle (sampled tokens)" : "oracle";
+  StackedCtxKvOutputs expected = make_stacked_outputs(judged);
+  oracle::StackedCtxKvRun oracle_run;
+  v.oracle_status = oracle::stacked_ctx_kv(judged, expected, {}, &oracle_run);  // the one oracle run
+  std::optional<oracle::ProjectionFp64> fp64;  // any order: computed once, on the first run that needs it
+  const std::int64_t width = c.projection_width();
+  for (const StackedRun& run : runs) {
+    if (run.status.code != v.oracle_status.code) {
+      v.library_status = run.status;
+      j.fail(VerdictKind::kStatusDiffers,
+             run.name + ": status " + run.status.ToString() + ", the oracle's " + v.oracle_status.ToString() + "\n");
+      continue;
+    }
+    if (!run.status.ok()) {
+      if (v.kind == VerdictKind::kMatch) v.kind = VerdictKind::kRejectedAlike;
+      j.text() << run.name << ": rejected as the oracle does (" << run.status.ToString() << ")\n";
+      continue;
+    }
+    if (run.required_path && run.path != *run.required_path)
+      j.fail(VerdictKind::kWrongPath, run.name + " took the " + path_name(run.path) +
+                                          " path; this call must take the " + path_name(*run.required_path) +
+                                          " path (" + stacked_ctx_kv_eligibility(c).to_string() + ")\n");
+    const std::optional<std::vector<std::uint16_t>> projection =
+        !run.projection ? std::nullopt
+                        : std::optional<std::vector<std::uint16_t>>(
+                              sampled ? projection_rows(*run.projection, width, sampled_tokens) : *run.projection);
+    if (gemm == StackedGemm::kExactOrder) {
+      judge_pools(judged, expected, sampled ? pools_at_written_slots(judged, run.pools) : run.pools, oracle_name,
+                  run.name, reproduce, v, j);
+      if (projection) judge_exact_projection(judged, oracle_run.projection, *projection, run.name, v, j);
+      continue;
+    }
+    if (!projection) {
+      j.fail(VerdictKind::kMismatch, run.name + ": an any-order run is judged by its stored projection: none read\n");
+      continue;
+    }
+    if (!fp64) fp64 = oracle::stacked_ctx_kv_projection_fp64(judged);
+    const ProjectionBudgetReport b = compare_projection_under_budget(judged, oracle_run.projection, *projection, *fp64);
+    v.compared_bytes += b.compared * 2;
+    const std::string budget = format_budget_report(judged, b, run.name);
+    if (b.within())
+      j.text() << budget;
+    else
+      j.fail(VerdictKind::kMismatch, budget + "reproduce: " + reproduce + "\n");
+    // Every token: the pools are the oracle's epilogue of this run's own projection.
+    StackedCtxKvOutputs epilogue = make_stacked_outputs(c);
+    if (const Status s = oracle::stacked_ctx_kv_epilogue(c, *run.projection, epilogue); !s.ok()) {
+      j.fail(VerdictKind::kMismatch,
+             run.name + ": the oracle's epilogue rejected the projection: " + s.ToString() + "\n");
+      continue;
+    }
+    judge_pools(c, epilogue, run.pools, "oracle epilogue of the " + run.name + " projection", run.name, reproduce, v,
+                j);
+  }
+  // An exact order on a sample: the runs agree on every token too (the oracle saw only the sample).
+  if (gemm == StackedGemm::kExactOrder && sampled)
+    for (std::size_t k = 1; k < runs.size(); ++k) {
+      if (!runs[0].status.ok() || !runs[k].status.ok()) continue;
+      judge_pools(c, runs[0].pools, runs[k].pools, runs[0].name, runs[k].name, reproduce, v, j);
+      if (runs[0].projection && runs[k].projection)
+        if (const std::string d = projection_difference(c, *runs[0].projection, *runs[k].projection); !d.empty())
+          j.fail(VerdictKind::kMismatch,
+                 runs[k].name + " and " + runs[0].name + " stored different projections: " + d + "\n");
+    }
+  if (v.kind == VerdictKind::kMatch)
+    j.text() << runs.size() << " run(s), " << gemm_name(gemm) << " GEMM: every compared byte is the oracle's ("
+             << v.compared_bytes << " bytes)\n";
+  j.finish();
+  return v;
+}
+
+}  // namespace kvc::testkit

@@ -1,0 +1,65 @@
+// stacked_ctx_kv_judge.h: the judge of the stacked context-KV projection (docs/contract.md §4.5),
+// the sibling of judge.h for an op whose outputs are per-layer pools and a stored projection, not
+// a paged cache. It returns the same Verdict (verdict.h).
+//
+// One judgment covers the library's runs of one case with one GEMM (its AUTO and per-layer paths,
+// say), against one oracle run of the judged tokens (every token, or a sample of a case too large
+// for the oracle: with_tokens()):
+//   - exact order: each run's pools and stored projection equal the oracle's byte for byte (the
+//     pools compared by diff_stacked_pools); with a sample, the runs also agree with each other on
+//     every token (the same exact order on two paths must write the same bytes);
+//   - any order: each run's projection at the judged tokens within the ulp budget of the oracle's
+//     (compare_projection_under_budget, against the fp64 projection), and its pools on every token
+//     exactly the oracle's epilogue of its own projection: the reordered sum is the only freedom.
+// A run's status must be the oracle's (kStatusDiffers), and a run with a required path must have
+// taken it (kWrongPath: AUTO on an eligible model handed stacked parameters takes the stacked path,
+// on an ineligible one the per-layer path).
+//
+// Cost: one oracle run of the judged tokens per judgment; any order adds the fp64 projection of
+// those tokens once and the oracle's epilogue of each run's projection.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/status.h"
+#include "testkit/compare/verdict.h"
+
+namespace kvc::testkit {
+
+// The projection GEMM a run asks for (kvc_projection_gemm).
+enum class StackedGemm : std::uint8_t { kExactOrder = 0, kAnyOrder = 1 };
+inline const char* gemm_name(StackedGemm g) {
+  return g == StackedGemm::kAnyOrder ? "any-order (cuBLAS)" : "exact-order";
+}
+
+// One library run of the case, as the judge sees it.
+struct StackedRun {
+  std::string name;  // "device AUTO", "device per-layer"
+  Status status = Status::Ok();
+  StackedPath path = StackedPath::kPerLayer;  // the path the library took
+  std::optional<StackedPath> required_path;   // the one this call must take, when the contract says
+  StackedCtxKvOutputs pools;                  // every token's
+  // The stored projection [T, projection_width()] of every token, when it was read (an any-order
+  // run must have one; an exact-order run without one is judged on its pools).
+  std::optional<std::vector<std::uint16_t>> projection;
+};
+
+// Judges `runs` of case `c` made with `gemm`. `sampled_tokens` empty: every token is judged
+// against the oracle; else those tokens (sample_tokens()). `reproduce` ends each report.
+Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
+                      const std::vector<StackedRun>& runs, const std::string& reproduce);
+
+// Rows `tokens` of a [T, width] projection.
+std::vector<std::uint16_t> projection_rows(const std::vector<std::uint16_t>& projection, std::int64_t width,
+                                           const std::vector<std::int64_t>& tokens);
+
+// The first differing element of two stored projections of `c`, located (token, layer, K or V,
+// head, dim, both values and their ulp distance); "" when equal.
+std::string projection_difference(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& expected,
+                                  const std::vector<std::uint16_t>& actual);
+
+}  // namespace kvc::testkit

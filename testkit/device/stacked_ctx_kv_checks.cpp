@@ -1,0 +1,66 @@
+// stacked_ctx_kv_checks.cpp: see stacked_ctx_kv_checks.h.
+#include "testkit/device/stacked_ctx_kv_checks.h"
+
+#include "testkit/cases/stacked_ctx_kv_builder.h"
+
+namespace kvc::testkit {
+
+const char* stacked_check_suffix(StackedCheck k) {
+  switch (k) {
+    case StackedCheck::kExactOrder: return "_ExactOrder";
+    case StackedCheck::kAnyOrder: return "_AnyOrder";
+    case StackedCheck::kAutoFallsBack: return "_AutoFallsBack";
+  }
+  return "";
+}
+
+StackedRun run_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, StackedDeviceOptions options,
+                       const std::string& name) {
+  StackedRun r;
+  r.name = name;
+  r.pools = make_stacked_outputs(c);
+  options.read_projection = true;
+  StackedDeviceRun run;
+  try {
+    r.status = device.run(c, r.pools, options, &run);
+  } catch (const KernelCallError& e) {
+    if (run.checks.abi_status != KVC_STATUS_UNSUPPORTED) throw;
+    throw StackedGemmUnsupported(std::string("the library does not implement the ") + gemm_name(options.gemm) +
+                                 " GEMM (KVC_STATUS_UNSUPPORTED): " + run.checks.abi_message);
+  }
+  r.path = run.path;
+  if (r.status.ok()) r.projection = std::move(run.projection);
+  return r;
+}
+
+Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, StackedCheck check,
+                      const std::vector<std::int64_t>& sampled_tokens, const std::string& reproduce) {
+  StackedDeviceOptions o;
+  std::vector<StackedRun> runs;
+  if (check == StackedCheck::kAutoFallsBack) {
+    // Stacked parameters whenever they can be built: the library, not their absence, must decide.
+    o.stacked_params = StackedParamsPolicy::kWheneverBuildable;
+    StackedRun r = run_stacked(device, c, o, "device AUTO");
+    r.required_path = StackedPath::kPerLayer;
+    r.projection.reset();  // the fallback is judged on its pools
+    runs.push_back(std::move(r));
+    return judge_stacked(c, sampled_tokens, StackedGemm::kExactOrder, runs, reproduce);
+  }
+  o.gemm = check == StackedCheck::kAnyOrder ? StackedGemm::kAnyOrder : StackedGemm::kExactOrder;
+  for (StackedPathRequest path : {StackedPathRequest::kAuto, StackedPathRequest::kPerLayer}) {
+    o.path = path;
+    const bool automatic = path == StackedPathRequest::kAuto;
+    StackedRun r = run_stacked(
+        device, c, o, std::string("device ") + (automatic ? "AUTO" : "per-layer") + ", " + gemm_name(o.gemm) + " GEMM");
+    r.name += std::string(" (") + path_name(r.path) + " path)";
+    // The exact order: an eligible model handed stacked parameters takes the stacked path under
+    // AUTO, and the per-layer request the per-layer path. The any-order GEMM's path is the
+    // library's choice (the report names the one it took).
+    if (check == StackedCheck::kExactOrder)
+      r.required_path = automatic ? StackedPath::kStacked : StackedPath::kPerLayer;
+    runs.push_back(std::move(r));
+  }
+  return judge_stacked(c, sampled_tokens, o.gemm, runs, reproduce);
+}
+
+}  // namespace kvc::testkit
