@@ -28,8 +28,9 @@ namespace {
 constexpr int kFaultCaught = 3;
 
 int usage() {
-  std::fprintf(stderr, "usage: kvc_out_of_bounds_fault_child <library.so> far-past-end|page-minus-one-at-byte-0 "
-                       "catch|abort\n");
+  std::fprintf(stderr,
+               "usage: kvc_out_of_bounds_fault_child <library.so> far-past-end|page-minus-one-at-byte-0 "
+               "catch|abort\n");
   return 2;
 }
 

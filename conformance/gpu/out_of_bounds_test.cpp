@@ -35,10 +35,10 @@
 
 // Skips on a device without VMM (with the reason); fails when the device has it but guarded
 // buffers do not get reserved ranges.
-#define KVC_REQUIRE_RESERVED_RANGES()                                                                   \
-  do {                                                                                                  \
-    const std::string kvc_why = ::kvc::testkit::reserved_range_unavailable();                          \
-    if (kvc_why == ::kvc::testkit::kDeviceWithoutVmm) GTEST_SKIP() << kvc_why;                         \
+#define KVC_REQUIRE_RESERVED_RANGES()                                                                          \
+  do {                                                                                                         \
+    const std::string kvc_why = ::kvc::testkit::reserved_range_unavailable();                                  \
+    if (kvc_why == ::kvc::testkit::kDeviceWithoutVmm) GTEST_SKIP() << kvc_why;                                 \
     ASSERT_TRUE(kvc_why.empty()) << "guarded buffers get no reserved range on a device with VMM: " << kvc_why; \
   } while (0)
 
@@ -171,8 +171,8 @@ TEST_P(OutOfRangeRowsThroughAbi, PageMinusOneIsCaughtByTheGuardBeforeAndNamed) {
   KVC_REQUIRE_SUPPORT(device, c);
   const std::string text = reports_of(c, device);
   std::printf("%s", text.c_str());
-  const std::string line = "row 1, slot -1: page -1, " + std::to_string(layout_of(GetParam()).record_bytes()) +
-                           " bytes before the cache";
+  const std::string line =
+      "row 1, slot -1: page -1, " + std::to_string(layout_of(GetParam()).record_bytes()) + " bytes before the cache";
   EXPECT_NE(text.find("guard before"), std::string::npos) << text;
   EXPECT_NE(text.find(line), std::string::npos) << text;
 }

@@ -9,11 +9,11 @@
 // library that declares SGLang's geometry gets both sets of rows on SGLang's cache); a layout the
 // declared limits leave no room for (a block size) is skipped naming the limit. Each time the
 // whole backing, canary included, is judged (testkit/compare/judge.h) against the oracle's store
-// op under the profile the library declares (on a difference the policy report names the policies the bytes follow and any address
-// error); guard zones are intact and inputs unchanged; a second run writes identical bytes. A
-// library that refuses a case inside its declared support (402) fails with its message. On the
-// scenario's own cache the device's KV-only insert of the unrotated rows writes the same bytes as
-// its store op (kv_only_insert == RoPE, then store_rotated, on the device).
+// op under the profile the library declares (on a difference the policy report names the policies the bytes follow and
+// any address error); guard zones are intact and inputs unchanged; a second run writes identical bytes. A library that
+// refuses a case inside its declared support (402) fails with its message. On the scenario's own cache the device's
+// KV-only insert of the unrotated rows writes the same bytes as its store op (kv_only_insert == RoPE, then
+// store_rotated, on the device).
 //
 // StoreRotatedAbi: every store validation rule rejected with its code and nothing written, by the
 // host harness (ABI never called) and, for the rules a metadata-only wrapper can see, by the

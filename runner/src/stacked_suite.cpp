@@ -57,9 +57,9 @@ void stacked_suite(const RunOptions& options, const testkit::KernelLibrary& libr
     const Stopwatch clock;
     // The storage dtype is x's, the shape's in every cell (an ineligible layer changes its own
     // weights only): known before the case is built, which a resumed process skips.
-    CheckResult r =
-        kernel_check(kSuiteStacked, std::string(abi_op_name(AbiOp::kStackedCtxKv)),
-                     cell.shape.dtype == DType::kF16 ? "fp16" : "bf16", cell.name + testkit::stacked_check_suffix(cell.check));
+    CheckResult r = kernel_check(kSuiteStacked, std::string(abi_op_name(AbiOp::kStackedCtxKv)),
+                                 cell.shape.dtype == DType::kF16 ? "fp16" : "bf16",
+                                 cell.name + testkit::stacked_check_suffix(cell.check));
     if (!sink.starts(r)) continue;
     const StackedCtxKvCase c =
         cell.scenario ? cases::build_eligibility_case(*cell.scenario) : testkit::make_stacked_ctx_kv_case(cell.shape);

@@ -55,7 +55,8 @@ int write_strays(const DLTensor* kv_cache, const DLTensor* slot_mapping, std::in
   const std::int64_t element = (kv_cache->dtype.bits + 7) / 8;
   const std::int64_t page_stride =
       (kv_cache->strides != nullptr ? kv_cache->strides[0] : kv_cache->shape[1] * kv_cache->shape[2]) * element;
-  const std::int64_t token_stride = (kv_cache->strides != nullptr ? kv_cache->strides[1] : kv_cache->shape[2]) * element;
+  const std::int64_t token_stride =
+      (kv_cache->strides != nullptr ? kv_cache->strides[1] : kv_cache->shape[2]) * element;
   const bool packed = kv_cache->dtype.code == kDLUInt;
   const int data_bytes = packed ? (mxfp8 != 0 ? 512 : 576) : (kv_cache->dtype.bits == 16 ? 1024 : 512);
   const int scale_bytes = packed ? (mxfp8 != 0 ? 16 : 8) : 0;
@@ -75,7 +76,8 @@ extern "C" {
 
 KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
   const int rc = kvc::doubles::ours().kvc_library_info_get(out);
-  if (rc == KVC_STATUS_OK && out != nullptr) out->name = "writes_out_of_range_rows (test double over kvconform-kernels)";
+  if (rc == KVC_STATUS_OK && out != nullptr)
+    out->name = "writes_out_of_range_rows (test double over kvconform-kernels)";
   return rc;
 }
 

@@ -221,8 +221,8 @@ TEST(ProbeDamage, UnwalkableViewsAndOtherDtypesAreSafe) {
     std::vector<std::uint8_t> after = out.cache;
     after[5] ^= 1;
     ProbeObservation o;
-    observe_insert_call(c, {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, 5, 1, 0xA5, 0xA4, {}, {}}}, out.cache, &after,
-                        &o);
+    observe_insert_call(c, {{kCacheBackingBuffer, kWrittenByRejectedCallRegion, 5, 1, 0xA5, 0xA4, {}, {}}}, out.cache,
+                        &after, &o);
     EXPECT_FALSE(o.writes.empty());
   }
 }
@@ -305,9 +305,9 @@ TEST(ProbeStackedWrites, PoolRowsForeignSlotsPastThePoolAndReadsPastATable) {
   const std::int64_t slots = past.layers[0].k_pool.sizes[0];
   past.cache_loc.store<std::int64_t>(1, slots);
   ProbeObservation beyond;
-  observe_stacked_call(past,
-                       {{stacked_pool_buffer(0, 'K'), kGuardAfterRegion, slots * slot_stride, row_bytes, 0, 0x11, {}, {}}},
-                       before, nullptr, &beyond);
+  observe_stacked_call(
+      past, {{stacked_pool_buffer(0, 'K'), kGuardAfterRegion, slots * slot_stride, row_bytes, 0, 0x11, {}, {}}}, before,
+      nullptr, &beyond);
   ASSERT_EQ(beyond.bad_rows.size(), 1u);
   EXPECT_EQ(beyond.bad_rows[0].kind, BadRowKind::kSlotPastCache);
   ASSERT_EQ(beyond.writes.size(), 1u);
