@@ -124,10 +124,13 @@ TEST_P(JudgeAgreement, DeviceFuzzCampaign) {
   const std::string json = ::testing::TempDir() + "kvc-judge-agreement-fuzz-" + d.name + ".json";
   const ProgramRun r = run(KVC_FUZZ_BINARY,
                            "run --backend device --kernels '" + d.path +
-                               "' --property differential --rounds 1 --cases 12 --max-tokens 64 "
+                               "' --property differential --rounds 1 --cases 24 --fixed-batch --max-tokens 64 "
                                "--max-legacy-tokens 64 --stop-on-failure --corpus '" +
                                corpus + "' --json '" + json + "'",
                            d.name + "-fuzz");
+  // 24 cases in a fixed batch (seed 1): the adaptive sizing cut the first H200 run to 2 cases, none
+  // of which wrote a packed584 record (where the two profiles' pad byte differs). With 24 the chance
+  // that no case shows a difference is about 0.8^24 (0.5%), and the seed makes it the same every run.
   const nlohmann::json summary = kvc::testkit::read_json_file(json);
   ASSERT_EQ(summary.at("properties").size(), 1u) << summary.dump();
   const nlohmann::json& differential = summary.at("properties")[0];

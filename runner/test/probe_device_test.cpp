@@ -46,7 +46,9 @@ std::map<std::string, nlohmann::json> probe(const std::string& args, const std::
   const Command r = kvconform("probe " + args + " --json '" + json + "'", name);
   EXPECT_EQ(r.status, 0) << "the probe reports; it exits 0 whatever the classes";
   std::map<std::string, nlohmann::json> calls;
-  for (const nlohmann::json& c : kvc::testkit::read_json_file(json).at("calls")) calls[c.at("cell")] = c;
+  // Kept alive across the loop: a range-for over .at() of the temporary would read freed memory.
+  const nlohmann::json report = kvc::testkit::read_json_file(json);
+  for (const nlohmann::json& c : report.at("calls")) calls[c.at("cell").get<std::string>()] = c;
   return calls;
 }
 
@@ -127,7 +129,7 @@ TEST(ProbeDevice, ZeroBlockLaunchFailsTheRunsZeroTokenCells) {
                               "zero-block-launch");
   EXPECT_EQ(r.status, 1) << "the zero-token cells fail";
   EXPECT_NE(r.output.find("Tokens0"), std::string::npos);
-  EXPECT_NE(r.output.find("cudaErrorInvalidConfiguration"), std::string::npos);
+  EXPECT_NE(r.output.find("cudaErrorInvalid"), std::string::npos);
 }
 
 }  // namespace

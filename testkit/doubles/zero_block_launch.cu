@@ -2,15 +2,15 @@
 //
 // Plants: a library that launches its kernel with a grid of zero blocks when a call has zero rows
 // (slot_mapping of the inserts, kv of kv_norm, indices of the store op, x of the stacked op: size
-// 0), which CUDA refuses with cudaErrorInvalidConfiguration; the library reports it as
-// KVC_STATUS_CUDA_ERROR (401) with CUDA's error text, as kernel_abi.h asks, and clears the error
-// (it is not sticky). Every call with rows, and every declaration, is our kernels'
-// (forward_to_ours.h).
+// 0), which CUDA refuses (CUDA 13 on the H200: cudaErrorInvalidValue, "invalid argument"; older
+// runtimes: cudaErrorInvalidConfiguration); the library reports it as KVC_STATUS_CUDA_ERROR (401) with CUDA's error
+// text, as kernel_abi.h asks, and clears the error (it is not sticky). Every call with rows, and every declaration, is
+// our kernels' (forward_to_ours.h).
 //
 // Verdicts:
 //  - kvconform run: FAILED (exit 1): every zero-row check (the matrix and store cells of 0 tokens,
 //    the kv_norm cells of 0 rows, the stacked cells of 0 tokens) fails with "returned 401 (CUDA
-//    error): zero_block_launch: cudaErrorInvalidConfiguration: invalid configuration argument".
+//    error): zero_block_launch: cudaErrorInvalidValue: invalid argument" (seen on the H200).
 //  - ctest --preset gpu with KVC_KERNELS set to it: the Tokens0 cells of gpu_kv_insert_test and
 //    gpu_legacy_insert_test, the zero-row kv_norm and zero-token store, stacked and graph cells fail.
 //  - kvconform probe: the same classes as our kernels: no rule breaker makes a call of zero rows.
