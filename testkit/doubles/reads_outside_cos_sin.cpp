@@ -24,9 +24,8 @@
 #include <cstddef>
 #include <cstdio>
 
-#include "kvc/abi/struct_size.h"
-#include "testkit/doubles/forward_to_ours.h"
 #include "testkit/doubles/insert_call_bytes.h"
+#include "testkit/doubles/unvalidated_insert_exports.h"
 
 namespace kvc::doubles {
 namespace {
@@ -63,51 +62,15 @@ int read_past_table(const DLTensor* cache, const DLTensor* slot_mapping, const D
 }
 
 }  // namespace
+
+// The planted step after every accepted insert call (unvalidated_insert_exports.h).
+template <typename Args>
+int plant_after_insert(const Args& a, void* stream, char* error, size_t n) {
+  return read_past_table(a.kv_cache, a.slot_mapping, a.position_ids, a.cos_sin_cache, a.block_size, a.kv_mxfp8 != 0,
+                         stream, error, n);
+}
+
 }  // namespace kvc::doubles
 
-using kvc::doubles::ours;
-
-extern "C" {
-
-KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {
-  if (out == nullptr || out->struct_size < KVC_ABI_END_OF(kvc_library_info, name)) return KVC_STATUS_BAD_ARGUMENT;
-  out->abi_version = KVC_KERNEL_ABI_VERSION;
-  out->name = "test double reads_outside_cos_sin (our kernels, then rows rotated from past the table)";
-  return KVC_STATUS_OK;
-}
-
-KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_dtype, kvc_op_support* out) {
-  const int rc = ours().kvc_op_support_get(op, format, kv_dtype, out);
-  const bool insert = op == KVC_OP_KV_ONLY_INSERT || op == KVC_OP_LEGACY_INSERT || op == KVC_OP_KV_ONLY_INSERT_KV_NORM;
-  if (rc == KVC_STATUS_OK && insert && out->struct_size >= KVC_ABI_END_OF(kvc_op_support, validation))
-    out->validation = KVC_VALIDATION_NONE;
-  return rc;
-}
-
-KVC_ABI_EXPORT int kvc_kv_only_insert(const kvc_kv_only_insert_args* a, void* stream, char* error, size_t n) {
-  const int rc = ours().kvc_kv_only_insert(a, stream, error, n);
-  if (rc != KVC_STATUS_OK) return rc;
-  return kvc::doubles::read_past_table(a->kv_cache, a->slot_mapping, a->position_ids, a->cos_sin_cache, a->block_size,
-                                       a->kv_mxfp8 != 0, stream, error, n);
-}
-
-KVC_ABI_EXPORT int kvc_legacy_insert(const kvc_legacy_insert_args* a, void* stream, char* error, size_t n) {
-  const int rc = ours().kvc_legacy_insert(a, stream, error, n);
-  if (rc != KVC_STATUS_OK) return rc;
-  return kvc::doubles::read_past_table(a->kv_cache, a->slot_mapping, a->position_ids, a->cos_sin_cache, a->block_size,
-                                       a->kv_mxfp8 != 0, stream, error, n);
-}
-
-KVC_ABI_EXPORT int kvc_kv_norm(const kvc_kv_norm_args* a, void* stream, char* error, size_t n) {
-  return ours().kvc_kv_norm(a, stream, error, n);
-}
-
-KVC_ABI_EXPORT int kvc_store_rotated(const kvc_store_rotated_args* a, void* stream, char* error, size_t n) {
-  return ours().kvc_store_rotated(a, stream, error, n);
-}
-
-KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream, char* error, size_t n) {
-  return ours().kvc_stacked_ctx_kv(a, stream, error, n);
-}
-
-}  // extern "C"
+KVC_DOUBLE_UNVALIDATED_INSERT_EXPORTS(
+    "test double reads_outside_cos_sin (our kernels, then rows rotated from past the table)")
