@@ -116,7 +116,9 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
     out->reason = "the example shim implements the KV-only insert and kv_norm only";
   } else if (!bf16) {
     out->reason = "bf16 rows only";
-  } else if (op == KVC_OP_KV_NORM || (op == KVC_OP_KV_ONLY_INSERT && kvc::abi::record_format_of(format).has_value())) {
+  } else if (op == KVC_OP_KV_NORM || ((op == KVC_OP_KV_ONLY_INSERT || op == KVC_OP_KV_ONLY_INSERT_KV_NORM) &&
+                                      kvc::abi::record_format_of(format).has_value())) {
+    // The KV-only insert with and without kv_norm in front (ABI 1.2 asks for each: op 5 is the fused one).
     out->supported = 1;
   } else {
     out->reason = "unknown op or format";

@@ -13,7 +13,7 @@
 #include "kvc/abi/struct_size.h"
 #include "testkit/doubles/forward_to_ours.h"
 
-#define KVC_DOUBLE_UNVALIDATED_INSERT_EXPORTS(library_name)                                                        \
+#define KVC_DOUBLE_UNVALIDATED_INSERT_EXPORTS(library_name)                                                          \
   extern "C" {                                                                                                       \
   KVC_ABI_EXPORT int kvc_library_info_get(kvc_library_info* out) {                                                   \
     if (out == nullptr || out->struct_size < KVC_ABI_END_OF(kvc_library_info, name)) return KVC_STATUS_BAD_ARGUMENT; \
@@ -25,7 +25,7 @@
     const int rc = ::kvc::doubles::ours().kvc_op_support_get(op, format, kv_dtype, out);                             \
     const bool insert =                                                                                              \
         op == KVC_OP_KV_ONLY_INSERT || op == KVC_OP_LEGACY_INSERT || op == KVC_OP_KV_ONLY_INSERT_KV_NORM;            \
-    if (rc == KVC_STATUS_OK && insert && out->struct_size >= KVC_ABI_END_OF(kvc_op_support, validation))            \
+    if (rc == KVC_STATUS_OK && insert && out->struct_size >= KVC_ABI_END_OF(kvc_op_support, validation))             \
       out->validation = KVC_VALIDATION_NONE;                                                                         \
     return rc;                                                                                                       \
   }                                                                                                                  \
