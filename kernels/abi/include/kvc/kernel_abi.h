@@ -120,8 +120,9 @@ typedef enum kvc_amax_floor_policy {
  * Order of answers: a call outside what the library declares (an op, format or kv dtype it does
  * not support, or geometry outside its limits) returns KVC_STATUS_UNSUPPORTED before any
  * validation code, whatever else is wrong with it; a call inside its declared support gets the
- * validation codes it declares it enforces. The suite sends calls outside the declared support
- * only from `kvconform probe`. */
+ * validation codes it declares it enforces. A dtype the contract itself does not take (a float32
+ * kv, a cache dtype naming no format) is invalid, not unsupported: its validation code (101).
+ * The suite sends calls outside the declared support only from `kvconform probe`. */
 typedef enum kvc_page_stride_rule {
   KVC_PAGE_STRIDE_ANY = 0,        /* any page stride (stride(0) in bytes) the contract allows */
   KVC_PAGE_STRIDE_ALIGNED_UP = 1, /* exactly ceil(block_size * record bytes / page_stride_align) *
