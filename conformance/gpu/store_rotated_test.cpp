@@ -37,6 +37,7 @@
 #include "testkit/backends/backing.h"
 #include "testkit/compare/policy_report.h"
 #include "testkit/cases/declared_store_layout.h"
+#include "testkit/device/store_target.h"
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/store_cases.h"
 #include "testkit/cases/test_name.h"
@@ -80,7 +81,7 @@ StoreCase on_sglang_cache(const StoreCase& ours) {
 }
 
 // A store case of the scenario, in the library's declared layout, and what to call it.
-struct StoreTarget {
+struct NamedStoreCase {
   StoreCase c;
   std::string name;
   bool scenario_cache;  // the KV-only scenario's own cache, unchanged: the insert writes the same backing
@@ -94,22 +95,23 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
   const InsertCase kv_only = cases::build_kv_only(spec, 0);
   testkit::DeviceBackend device = gpu::make_backend();
   const StoreCase ours = oracle::store_case_of(kv_only);
-  // The entry point and the format first; the geometry is what the layouts below adapt.
-  if (device.library().abi().kvc_store_rotated == nullptr || !device.declared().declaration_of(ours)->supported)
-    GTEST_SKIP() << device.supports_store(ours).reason;
-  const abi::GeometryLimits& limits = device.declared().declaration_of(ours)->capabilities.limits;
-  std::vector<StoreTarget> targets;
+  // The entry point, the format and the declared geometry (testkit/device/store_target.h), for our
+  // cache and for SGLang's 2-D one.
+  std::vector<NamedStoreCase> targets;
   std::string outside;
   for (const StoreCase& c : {ours, on_sglang_cache(ours)}) {
     const std::string cache = c.cache.rank() == 2 ? " on SGLang's cache, int32 indices" : "";
-    const testkit::DeclaredStoreLayout laid = testkit::in_declared_layout(c, limits);
-    if (!laid.c) {
-      outside += "\n  " + spec.name() + cache + ": " + laid.why_not;
+    const testkit::StoreTarget t = testkit::store_target(device, c);
+    if (t.outcome == testkit::StoreTargetOutcome::kNotDeclared) GTEST_SKIP() << t.why_not;
+    if (t.outcome == testkit::StoreTargetOutcome::kOutsideLimits) {
+      outside += "\n  " + spec.name() + cache + ": " + t.why_not;
       continue;
     }
     const std::string layout =
-        laid.relaid ? " in the library's layout (" + testkit::store_layout_name(*laid.c) + ")" : std::string();
-    targets.push_back({*laid.c, spec.name() + cache + layout, c.cache.rank() == 3 && !laid.relaid});
+        t.relaid ? " in the library's layout (" + testkit::store_layout_name(*t.c) + ")" : std::string();
+    ASSERT_EQ(t.outcome, testkit::StoreTargetOutcome::kSend)
+        << spec.name() << cache << layout << ": a layout inside the declared limits must be supported: " << t.why_not;
+    targets.push_back({*t.c, spec.name() + cache + layout, c.cache.rank() == 3 && !t.relaid});
   }
   if (targets.empty()) GTEST_SKIP() << device.library().name() << " does not take these cases:" << outside;
   if (!outside.empty()) std::printf("skipped, outside the declared geometry:%s\n", outside.c_str());
@@ -118,11 +120,9 @@ TEST_P(KernelMatrixStore, BackingEqualsOracleOnBothCachesGuardsIntactDeterminist
                                    device.declared_profile(kv_only) == device.declared_store_profile(ours) &&
                                    device.declared_store_profile(ours).rope == kvc::RopePolicy::kRotate;
 
-  for (const StoreTarget& target : targets) {
+  for (const NamedStoreCase& target : targets) {
     const StoreCase& c = target.c;
     SCOPED_TRACE(target.name);
-    const testkit::Support inside = device.supports_store(c);
-    ASSERT_TRUE(inside.supported) << "a layout inside the declared limits must be supported: " << inside.reason;
     const std::vector<std::uint8_t> initial = testkit::make_store_backing(c);
     std::vector<std::uint8_t> written = initial;
     ASSERT_TRUE(stored(device, c, written));

@@ -9,7 +9,7 @@
 #include "kernel_suite_support.h"
 #include "kvc/oracle/store_rotated.h"
 #include "stopwatch.h"
-#include "testkit/cases/declared_store_layout.h"
+#include "testkit/device/store_target.h"
 #include "testkit/cases/registry.h"
 #include "testkit/cases/store_cases.h"
 
@@ -43,23 +43,14 @@ StoreCase store_case(const cases::ConformanceSpec& spec, StoreCache cache) {
 void store_check(const RunOptions& options, testkit::DeviceBackend& device, const StoreCase& given, bool repeat,
                  CheckResult& r) {
   r.add_bytes(AbiOp::kStoreRotated, 0);
-  // The entry point and the format first; then the case in the library's declared geometry where
-  // the contract allows it (SGLang's 2-D cache for a library that takes nothing else).
-  if (device.library().abi().kvc_store_rotated == nullptr || !device.declared().declaration_of(given)->supported) {
-    skip(r, device.supports_store(given).reason);
+  // The case in the library's declared geometry where the contract allows it (SGLang's 2-D cache
+  // for a library that takes nothing else), or the reason it is not sent (testkit/device/store_target.h).
+  const testkit::StoreTarget target = testkit::store_target(device, given);
+  if (target.outcome != testkit::StoreTargetOutcome::kSend) {
+    skip(r, target.why_not);
     return;
   }
-  const testkit::DeclaredStoreLayout laid =
-      testkit::in_declared_layout(given, device.declared().declaration_of(given)->capabilities.limits);
-  if (!laid.c) {
-    skip(r, "the library does not take this case: " + laid.why_not);
-    return;
-  }
-  const StoreCase& c = *laid.c;
-  if (const testkit::Support s = device.supports_store(c); !s.supported) {
-    skip(r, s.reason);
-    return;
-  }
+  const StoreCase& c = *target.c;
   // Judged (testkit/compare/judge.h) on the case as laid out; the layout is in the check's name.
   check_store(device, options.profile, c, repeat, r);
 }
