@@ -7,6 +7,7 @@
 #include "testkit/cases/small_cases.h"
 #include "testkit/cases/stacked_ctx_kv_builder.h"
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
+#include "kvc/stacked_ctx_kv_validate.h"
 #include "testkit/cases/store_cases.h"
 #include "testkit/device/abi_args.h"
 
@@ -128,6 +129,10 @@ void add_stacked_cells(std::vector<ProbeCell>* cells) {
       cell.not_sent = kHarnessRule;
     else if (const std::string why = stacked_inexpressible(c); !why.empty())
       cell.not_sent = inexpressible(why);
+    else if (const Status s = validate_stacked_ctx_kv_outputs(c, call.out); !s.ok())
+      // The device harness checks the pool views it hands over before any call
+      // (stacked_ctx_kv_device.cpp); a view it refuses never reaches the library.
+      cell.not_sent = "the harness does not hand over a pool view it refuses: " + s.ToString();
     cell.call = std::move(call);
     cells->push_back(std::move(cell));
   }
