@@ -49,7 +49,9 @@ ChildOutcome child_outcome(const SuiteRef& suite, std::size_t first_check, const
     name = running->second.name;
     CheckResult r = running->second;
     mark_ops_called(r);
-    fail(r, "the process running this check ended: " + why);
+    // A hung check says so first: its process did not end, the run ended it.
+    fail(r, end.kind == ProcessEndKind::kTimedOut ? "HUNG: no result within the check time limit; " + why
+                                                  : "the process running this check ended: " + why);
     o.checks.push_back(r);
     o.last_made_here = true;
   }

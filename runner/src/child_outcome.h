@@ -5,8 +5,9 @@
 //   - a check ended it: its results, and that check failed. When the process recorded it itself
 //     (a CUDA fault: "stopped" naming the check) its result says so; when it died in the check (a
 //     signal, an exit from inside a library: "started" without "result") the check is failed here
-//     with how the process ended. The suite resumes after that check, in a new process, unless it
-//     was the last.
+//     with how the process ended; a check that wrote no result within --check-timeout is failed
+//     "HUNG" (the run killed its process). The suite resumes after that check, in a new process,
+//     unless it was the last.
 //   - it ended outside any check (in the suite's setup, between two checks, before its journal
 //     began): nothing to blame and nothing to skip, so the suite ends early: a failed check
 //     "process" says how, and the incident "suite <s> ended early: <n> checks not run".

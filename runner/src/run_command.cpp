@@ -49,6 +49,7 @@ struct RunCommand::State {
   bool cpu_only = false;
   std::string fixtures_dir = KVC_GOLDEN_FIXTURE_DIR;
   std::string oracle_mutation = "none";
+  double check_timeout_seconds = kDefaultCheckTimeoutSeconds;
   // The process that runs one suite (suite_child.h): hidden options, set by the run itself.
   std::string child_suite, child_journal;
   std::size_t child_first_check = 0;
@@ -129,6 +130,7 @@ RunOptions RunCommand::State::options() const {
   o.kernels = kernels;
   o.cpu_only = cpu_only;
   o.fixtures_dir = fixtures_dir;
+  o.check_timeout_seconds = check_timeout_seconds;
   return o;
 }
 
@@ -158,6 +160,11 @@ RunCommand::RunCommand(CLI::App& parent) : state_(std::make_unique<State>()) {
   run->add_flag("--cpu-only", s.cpu_only,
                 "check the oracle only, and exit 0 when it passes although no kernel was checked");
   run->add_option("--fixtures", s.fixtures_dir, "golden fixtures folder")->capture_default_str();
+  run->add_option("--check-timeout", s.check_timeout_seconds,
+                  "seconds a check may run without a result before it is failed as HUNG (its process killed, the "
+                  "suite resumed after it); 0: wait forever")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   run->add_option("--oracle-mutation", s.oracle_mutation,
                   "run the CPU conformance against a deliberately broken oracle (none, scale-pad-one, "
                   "ties-away-from-zero): shows that those checks fail and how the classes name the defect")

@@ -36,6 +36,11 @@ inline constexpr std::array<const char*, 10> kAllSuites = {
     kSuiteGolden, kSuiteInvalid, kSuiteRegistry,    kSuiteChecker, kSuiteMatrix,
     kSuiteDspark, kSuiteKvNorm,  kSuiteFusedKvNorm, kSuiteStore,   kSuiteStacked};
 
+// A check whose process writes no result for this long is HUNG: the process is killed, the check
+// failed, and the suite goes on after it (suite_children.h). The slowest check on an H200 takes
+// ~30 s (the stacked op at 8 layers, 8192 tokens); a slower GPU gets ten times that.
+inline constexpr double kDefaultCheckTimeoutSeconds = 300;
+
 struct RunOptions {
   std::vector<AbiOp> ops;               // empty: all
   std::vector<RecordFormat> formats;    // empty: all
@@ -45,6 +50,7 @@ struct RunOptions {
   std::string kernels;                  // "" : KVC_KERNELS when set, else ours
   bool cpu_only = false;
   std::string fixtures_dir;
+  double check_timeout_seconds = kDefaultCheckTimeoutSeconds;  // <= 0: wait forever
   // The oracle under test in the CPU conformance: a deliberately broken one shows that the
   // CPU checks can fail (and how the classifier names the defect).
   oracle::OracleMutation oracle_mutation = oracle::OracleMutation::kNone;

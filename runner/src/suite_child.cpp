@@ -1,6 +1,8 @@
 // suite_child.cpp: see suite_child.h.
 #include "suite_child.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -18,7 +20,7 @@
 namespace kvc::runner {
 namespace {
 
-enum class PlantedCrash : std::uint8_t { kAbortInCheck, kThrowInCheck, kAbortBetweenChecks };
+enum class PlantedCrash : std::uint8_t { kAbortInCheck, kThrowInCheck, kAbortBetweenChecks, kHangInCheck };
 
 struct PlantedCrashAt {
   SuiteRef suite;
@@ -42,6 +44,8 @@ std::optional<PlantedCrashAt> planted_crash() {
     at.how = PlantedCrash::kThrowInCheck;
   else if (how == "abort-between")
     at.how = PlantedCrash::kAbortBetweenChecks;
+  else if (how == "hang")
+    at.how = PlantedCrash::kHangInCheck;
   else if (how != "abort")
     return std::nullopt;
   return at;
@@ -101,6 +105,8 @@ class ChildSink {
     running_ = {index, r};
     clock_ = Stopwatch();
     if (planted_here && planted_->how == PlantedCrash::kAbortInCheck) std::abort();
+    if (planted_here && planted_->how == PlantedCrash::kHangInCheck)
+      for (;;) pause();  // a kernel that never finishes: only the run's --check-timeout ends it
     if (planted_here && planted_->how == PlantedCrash::kThrowInCheck)
       throw std::runtime_error(std::string("planted by ") + kPlantedChildCrashEnv);
     return true;

@@ -13,7 +13,8 @@
 //
 // Test-only: KVC_RUN_TEST_CHILD_CRASH=<side>:<suite>:<index>:<how> makes this process crash at
 // check <index> of that suite (how: `abort` after its "started" line, `throw` an exception from
-// it, `abort-between` before its "started" line, i.e. outside any check), so that the CPU tests
+// it, `abort-between` before its "started" line, i.e. outside any check, `hang` forever after its
+// "started" line, as a kernel that never finishes), so that the CPU tests
 // can show what a crashed suite leaves in the report. Read only here; docs/runner.md.
 #pragma once
 

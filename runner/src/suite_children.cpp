@@ -37,20 +37,23 @@ void SuiteChildren::run(const SuiteRef& suite, RunReport& report) {
   for (;;) {
     const std::string journal = folder_ + "/" + std::to_string(started_++) + "-" + suite.side + "-" + suite.name;
     ProcessEnd end;
+    const ProgressWatch watch{journal, options_.check_timeout_seconds};
     if (suite.side == kKernelSide) {
       std::vector<std::string> args = run_args_;
       args.insert(args.end(), {"--child-suite", suite.key(), "--child-journal", journal, "--child-first-check",
                                std::to_string(first)});
-      end = run_child_process(program_, args);
+      end = run_child_process(program_, args, watch);
     } else {
-      end = run_forked([&] {
-        try {
-          return run_child_suite({suite, journal, first}, options_);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "kvconform run: %s\n", e.what());
-          return kRunUsage;
-        }
-      });
+      end = run_forked(
+          [&] {
+            try {
+              return run_child_suite({suite, journal, first}, options_);
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "kvconform run: %s\n", e.what());
+              return kRunUsage;
+            }
+          },
+          watch);
     }
     const ChildOutcome o = child_outcome(suite, first, read_suite_journal(journal), end);
     if (o.last_made_here)

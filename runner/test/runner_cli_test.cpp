@@ -204,6 +204,27 @@ TEST(RunnerCli, ACrashInASuiteProcessFailsItsCheckAndTheRunGoesOn) {
   }
 }
 
+// A check that never finishes (a hung kernel) is failed as HUNG after --check-timeout, its process
+// killed; the suite goes on after it and every report is written. Defect: the run waits forever
+// (this test would time out), or the hung check is not the one failed.
+TEST(RunnerCli, AHungCheckIsFailedAfterTheCheckTimeoutAndTheRunGoesOn) {
+  const std::string json = temp("hang.json");
+  const Command r = kvconform(
+      "run --cpu-only --suites invalid,checker --formats packed584 --max-tokens 1 "
+      "--check-timeout 2 --json '" +
+          json + "'",
+      "hang", std::string(kNoGpu) + " KVC_RUN_TEST_CHILD_CRASH=oracle:invalid:5:hang");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const nlohmann::json j = kvc::testkit::read_json_file(json);
+  EXPECT_EQ(j.at("counts").at("failed").get<int>(), 1);
+  const auto got = checks_by_suite(j);
+  ASSERT_GT(got.at("invalid").size(), 6u) << "the suite went on after the hung check";
+  EXPECT_EQ(got.at("invalid")[5].at("verdict").get<std::string>(), "failed");
+  EXPECT_EQ(got.at("invalid")[5].at("message").get<std::string>().rfind("HUNG: ", 0), 0u)
+      << got.at("invalid")[5].at("message");
+  EXPECT_GT(got.at("checker").size(), 0u) << "the next suite ran";
+}
+
 // A process that dies outside any check (here: before check 5 began) has no check to blame and
 // would die there again: its suite ends early, said so, and fails; the run goes on.
 TEST(RunnerCli, ACrashOutsideAnyCheckEndsItsSuiteEarlyAndTheRunGoesOn) {

@@ -9,11 +9,13 @@
 // a CUDA fault the child reported failed twice; a suite resumed at the check that crashed (an
 // endless loop) or after the last; a crash outside any check passing silently or resuming; a
 // resumed process numbering its checks from 0, or running the checks its predecessor ran; a
-// signal reported as an exit; incidents missing from a report format.
+// signal reported as an exit; incidents missing from a report format; a hung child waited for
+// forever, or a slow one that makes progress killed.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -289,6 +291,51 @@ TEST(ChildProcess, AForkedBodyEndsWithItsStatusOrItsSignal) {
   EXPECT_TRUE(missing.kind == ProcessEndKind::kNotStarted ||
               (missing.kind == ProcessEndKind::kExited && missing.code == 127))
       << missing.describe();
+}
+
+// The hung-check watchdog: a child whose journal stops growing for the limit is killed and said to
+// be; one that keeps writing runs on past the limit. Defect: a hung child waited for forever; a
+// slow but progressing one killed; a timed-out end described as a signal or an exit.
+TEST(ChildProcess, AChildThatStopsWritingItsJournalIsKilledOneThatWritesRunsOn) {
+  const std::string journal = ::testing::TempDir() + "watchdog-journal";
+  std::remove(journal.c_str());
+  const auto appender = [&journal](int lines, int ms_between) {
+    return [&journal, lines, ms_between] {
+      for (int i = 0; i < lines; ++i) {
+        std::ofstream(journal, std::ios::app) << "started {}\n";
+        usleep(static_cast<useconds_t>(ms_between) * 1000);
+      }
+      return 0;
+    };
+  };
+  // Six lines 300 ms apart (1.8 s) under a 1 s limit: progress all along, never killed.
+  const ProcessEnd progressing = run_forked(appender(6, 300), ProgressWatch{journal, 1.0});
+  EXPECT_EQ(progressing.kind, ProcessEndKind::kExited) << progressing.describe();
+  EXPECT_EQ(progressing.code, 0);
+  // One line, then nothing for ten minutes: killed after about a second.
+  std::remove(journal.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessEnd hung = run_forked(appender(1, 600000), ProgressWatch{journal, 1.0});
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(hung.kind, ProcessEndKind::kTimedOut);
+  EXPECT_EQ(hung.describe(), "killed after 1 s without progress (--check-timeout 1)");
+  EXPECT_LT(waited, 30.0) << "the watchdog did not kill the child";
+  // Without a limit the same child would be waited for: not tested (it would take ten minutes).
+  std::remove(journal.c_str());
+}
+
+// Defect: a hung check reported as a crash (or not at all), or the suite not resumed after it.
+TEST(ChildOutcome, AHungCheckIsFailedAsHungAndTheSuiteGoesOnAfterIt) {
+  ProcessEnd timed_out;
+  timed_out.kind = ProcessEndKind::kTimedOut;
+  timed_out.code = 300;
+  const ChildOutcome o =
+      child_outcome(kMatrix, 0, parse_suite_journal(journal_text(10, 0, 3) + started_line(3)), timed_out);
+  ASSERT_EQ(o.checks.size(), 4u);
+  EXPECT_EQ(o.checks[3].verdict, Verdict::kFailed);
+  EXPECT_EQ(o.checks[3].message,
+            "HUNG: no result within the check time limit; killed after 300 s without progress (--check-timeout 300)");
+  EXPECT_EQ(o.resume_at, std::optional<std::size_t>(4));
 }
 
 // The "started" bookkeeping: a process resumed at check K numbers the checks as the first did,
