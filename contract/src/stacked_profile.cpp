@@ -118,7 +118,9 @@ std::string_view policy_key(StackedPolicy policy) { return names_of(policy).key;
 std::string_view policy_title(StackedPolicy policy) { return names_of(policy).title; }
 std::string_view alternative_name(StackedPolicy policy, int alternative) {
   const int last = alternatives_of(policy) - 1;
-  return names_of(policy).alternatives[static_cast<std::size_t>(alternative < 0 ? 0 : alternative > last ? last : alternative)];
+  return names_of(policy).alternatives[static_cast<std::size_t>(alternative < 0      ? 0
+                                                                : alternative > last ? last
+                                                                                     : alternative)];
 }
 
 std::string stacked_profile_name(const StackedProfile& p) {
@@ -158,8 +160,8 @@ std::optional<StackedProfile> parse_stacked_profile(std::string_view spec, std::
       for (const NamedStackedProfile& n : kNamed)
         if (n.name == item) named = &n;
       if (named == nullptr)
-        return fail(error,
-                    "unknown stacked profile '" + std::string(item) + "' (named stacked profiles: " + named_list() + ")");
+        return fail(error, "unknown stacked profile '" + std::string(item) +
+                               "' (named stacked profiles: " + named_list() + ")");
       if (!first) return fail(error, "a named stacked profile ('" + std::string(item) + "') may only come first");
       p = named->make();
     } else {

@@ -22,7 +22,8 @@ float k_norm_lane_tree_sum(const float* e, std::int64_t head_dim) {
   // The butterfly of §1.3: after the step with mask m, lane L holds acc[L] + acc[L + m] (L < m).
   for (int m : kButterflyMasks)
     for (int lane = 0; lane < m; ++lane)
-      acc[static_cast<std::size_t>(lane)] = acc[static_cast<std::size_t>(lane)] + acc[static_cast<std::size_t>(lane + m)];
+      acc[static_cast<std::size_t>(lane)] =
+          acc[static_cast<std::size_t>(lane)] + acc[static_cast<std::size_t>(lane + m)];
   return acc[0];
 }
 

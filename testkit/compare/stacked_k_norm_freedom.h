@@ -36,21 +36,21 @@ struct FreedKHead {
   std::int64_t token = 0;
   std::int64_t slot = 0;
   std::int64_t head = 0;
-  std::int64_t differing = 0;      // elements unlike the oracle's
-  std::int64_t max_ulps = 0;       // the largest of their ulp distances from the oracle's
-  std::int64_t budget_ulps = 0;    // unspecified: the widest per-element budget within the head
-  int r_steps = 0;                 // approximate reciprocal: r' = r + r_steps fp32 ulps
-  float r_used = 0.0f;             // approximate reciprocal: r'
+  std::int64_t differing = 0;    // elements unlike the oracle's
+  std::int64_t max_ulps = 0;     // the largest of their ulp distances from the oracle's
+  std::int64_t budget_ulps = 0;  // unspecified: the widest per-element budget within the head
+  int r_steps = 0;               // approximate reciprocal: r' = r + r_steps fp32 ulps
+  float r_used = 0.0f;           // approximate reciprocal: r'
 };
 
 struct KNormFreedomReport {
   StackedProfile profile;
-  std::int64_t heads_differing = 0;         // K heads unlike the oracle's
-  std::int64_t heads_outside = 0;           // of those, the ones the freedom does not account for
-  std::vector<FreedKHead> freed;            // every head the freedom accounts for
-  std::int64_t elements_checked = 0;        // unspecified: elements given a budget
-  std::int64_t widest_budget_ulps = 0;      // unspecified: over every element given a budget
-  std::int64_t widest_r_ulps = 0;           // unspecified: the widest r interval, in fp32 ulps
+  std::int64_t heads_differing = 0;     // K heads unlike the oracle's
+  std::int64_t heads_outside = 0;       // of those, the ones the freedom does not account for
+  std::vector<FreedKHead> freed;        // every head the freedom accounts for
+  std::int64_t elements_checked = 0;    // unspecified: elements given a budget
+  std::int64_t widest_budget_ulps = 0;  // unspecified: over every element given a budget
+  std::int64_t widest_r_ulps = 0;       // unspecified: the widest r interval, in fp32 ulps
 };
 
 // `actual` with every K head the profile's freedom accounts for replaced by the `expected` bytes

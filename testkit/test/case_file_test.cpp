@@ -42,7 +42,7 @@ TEST(CaseFile, RoundTripsAndRecordsTheContractVersion) {
   const InsertCase c = testkit::small_valid_case(InsertOp::kLegacy, RecordFormat::kPacked528, 4);
   const nlohmann::json j = testkit::case_to_json(c);
   EXPECT_EQ(j.at("contract_version").get<int>(), kContractVersion);
-  EXPECT_EQ(kContractVersion, 2);
+  EXPECT_EQ(kContractVersion, 3);
   const InsertCase back = testkit::case_from_json(j);
   EXPECT_EQ(back.kv.bytes, c.kv.bytes);
   EXPECT_EQ(back.q.bytes, c.q.bytes);
