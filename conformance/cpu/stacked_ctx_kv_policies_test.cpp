@@ -1,5 +1,5 @@
 // stacked_ctx_kv_policies_test.cpp: the stacked oracle under each declared policy
-// (docs/contract.md §4.5, §6.1), against expectations computed here, not by the oracle:
+// (docs/contract.md §4.5, §6.2.1), against expectations computed here, not by the oracle:
 // - RoPE: a bf16 pair whose second output is 0xbc53 under the contract's pattern and 0xbc54 under
 //   the CUDA fma pair, both derived in fp64 with explicit rounding (TwoSum proves every fp64 sum
 //   exact, so one float rounding is the fma's). Catches an fma pair that fuses the other product,

@@ -1,5 +1,5 @@
 // stacked_profile_test.cpp: the stacked op's policy vocabulary (contract/include/kvc/stacked_profile.h,
-// docs/contract.md §6.1, §6.2): the named profiles hold the policies the contract's table gives
+// docs/contract.md §6.2.1): the named profiles hold the policies the contract's table gives
 // them, every profile's name parses back to it, and malformed specs are refused naming the
 // defect. Catches a named profile with a policy swapped (e.g. the fused path's rope taken for the
 // CUDA pair), a name that does not round-trip, or a parser that accepts a key twice or an

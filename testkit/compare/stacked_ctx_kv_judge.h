@@ -15,7 +15,7 @@
 // taken it (kWrongPath: AUTO on an eligible model handed stacked parameters takes the stacked path,
 // on an ineligible one the per-layer path).
 //
-// Under a declared stacked profile (docs/contract.md §6.1) the oracle runs under it: its rope
+// Under a declared stacked profile (docs/contract.md §6.2.1) the oracle runs under it: its rope
 // contraction, its reduction order where one is declared and its cache_loc rule, so a declared
 // order is judged exactly. Where the declaration leaves r free (an approximate reciprocal, an
 // unspecified reduction), the K heads that differ are held to the budget of

@@ -247,7 +247,7 @@ std::string format_k_norm_freedom(const StackedCtxKvCase& c, const KNormFreedomR
     for (const StackedCtxKvLayer& l : c.layers) hd = std::max(hd, l.head_dim);
     std::snprintf(
         line, sizeof line,
-        "%s K under K-norm reduction `unspecified`%s (docs/contract.md 6.1): S within gamma_hd S of the "
+        "%s K under K-norm reduction `unspecified`%s (docs/contract.md 6.2.1): S within gamma_hd S of the "
         "exact sum (gamma_%lld = %.4g), mean and eps within 3 roundings, so r lies in an interval of up to "
         "%lld fp32 ulps; per element, the normed K at the interval's ends and the rotated K at each pair's "
         "corners bound the stored value: widest budget %lld ulp of %s over %lld elements\n",
@@ -257,7 +257,7 @@ std::string format_k_norm_freedom(const StackedCtxKvCase& c, const KNormFreedomR
         static_cast<long long>(r.widest_budget_ulps), dtype, static_cast<long long>(r.elements_checked));
   } else {
     std::snprintf(line, sizeof line,
-                  "%s K under K-norm reciprocal `approx` (docs/contract.md 6.1): a head passes if some r' within %d "
+                  "%s K under K-norm reciprocal `approx` (docs/contract.md 6.2.1): a head passes if some r' within %d "
                   "fp32 ulps of the correctly rounded r reproduces it exactly\n",
                   actual_name.c_str(), kApproxReciprocalMaxUlps);
   }

@@ -1,5 +1,5 @@
 // stacked_k_norm_freedom.h: what the stacked op's declared K-norm policies leave free, and the
-// heads of a library's K pools that this freedom accounts for (docs/contract.md §6.1, §6.6).
+// heads of a library's K pools that this freedom accounts for (docs/contract.md §6.2.1).
 //
 // Given r, the K epilogue is fixed by the declaration (stacked_ctx_kv_k_norm.h), so both
 // policies that do not fix the bytes act on r alone:

@@ -1,5 +1,5 @@
 // stacked_ctx_kv_judge_policies_test.cpp: the stacked judge under declared stacked policies
-// (testkit/compare/stacked_ctx_kv_judge.h, stacked_k_norm_freedom.h; docs/contract.md §6.1).
+// (testkit/compare/stacked_ctx_kv_judge.h, stacked_k_norm_freedom.h; docs/contract.md §6.2.1).
 // Library runs are made here from the oracle's parts, each following one policy:
 // - the CUDA fma pair: K elements 1 ulp from the contract's fail under the contract's policies and
 //   pass under `rope=fma-pair`; one element planted 2 ulps from the contract fails under both.
@@ -159,8 +159,7 @@ TEST(StackedJudgePolicies, LaneTreeIsExactWhereDeclaredAndWithinTheDerivedBudget
       if (c.cache_loc.load<std::int64_t>(t) < 0) continue;
       const float* cs = reinterpret_cast<const float*>(l.cos_sin.bytes.data() + l.cos_sin.meta.offset_bytes) +
                         c.positions.load<std::int64_t>(t) * l.head_dim;
-      const std::uint16_t* k =
-          sequential.projection->data() + t * c.projection_width() + c.projection_column(li);
+      const std::uint16_t* k = sequential.projection->data() + t * c.projection_width() + c.projection_column(li);
       const testkit::KHeadBudget b = testkit::unspecified_reduction_budget(
           k, l.head_dim, w.data(), l.eps, cs, c.storage_dtype(), spec("reduction=unspecified"));
       for (std::int64_t d = 0; d < l.head_dim && !planted; ++d) {
@@ -203,17 +202,18 @@ StackedRun reciprocal_moved(const StackedCtxKvCase& c, const StackedRun& base, i
       const float* cs = reinterpret_cast<const float*>(l.cos_sin.bytes.data() + l.cos_sin.meta.offset_bytes) +
                         c.positions.load<std::int64_t>(t) * l.head_dim;
       for (std::int64_t h = 0; h < l.num_kv_heads; ++h) {
-        std::vector<std::uint16_t> k(base.projection->begin() + t * c.projection_width() + c.projection_column(li) +
-                                         h * l.head_dim,
-                                     base.projection->begin() + t * c.projection_width() + c.projection_column(li) +
-                                         (h + 1) * l.head_dim);
+        std::vector<std::uint16_t> k(
+            base.projection->begin() + t * c.projection_width() + c.projection_column(li) + h * l.head_dim,
+            base.projection->begin() + t * c.projection_width() + c.projection_column(li) + (h + 1) * l.head_dim);
         std::vector<float> e(k.size());
         for (std::size_t d = 0; d < k.size(); ++d) e[d] = oracle::widen16(k[d], c.storage_dtype());
         float rr = oracle::k_norm_reciprocal(
             oracle::k_norm_sum_of_squares(e.data(), l.head_dim, KNormReduction::kSequential), l.head_dim, l.eps);
         for (int s = 0; s < steps; ++s) rr = std::nextafter(rr, 2.0f * rr + 1.0f);
-        oracle::k_norm_rope_head_with_r(k.data(), l.head_dim, w.data(), rr, cs, c.storage_dtype(), StackedRope::kContract);
-        for (std::int64_t d = 0; d < l.head_dim; ++d) set16(r.pools, li, k_byte(c, li, t, h, d), k[static_cast<std::size_t>(d)]);
+        oracle::k_norm_rope_head_with_r(k.data(), l.head_dim, w.data(), rr, cs, c.storage_dtype(),
+                                        StackedRope::kContract);
+        for (std::int64_t d = 0; d < l.head_dim; ++d)
+          set16(r.pools, li, k_byte(c, li, t, h, d), k[static_cast<std::size_t>(d)]);
       }
     }
   }

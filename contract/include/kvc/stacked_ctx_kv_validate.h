@@ -20,7 +20,7 @@
 
 namespace kvc {
 
-// `cache_loc` decides the value rules on cache_loc (docs/contract.md §6.1): under
+// `cache_loc` decides the value rules on cache_loc (docs/contract.md §6.2.1): under
 // kNegativeSkipped a negative entry skips its token; under kSlotZeroReserved a 0 skips it, a
 // negative entry is E159 at every level (the upstream store kernel asserts on it), and tokens at
 // slot 0 are not duplicates of each other.

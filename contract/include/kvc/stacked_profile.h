@@ -1,5 +1,5 @@
 // stacked_profile.h: the stacked context-KV op's declared policies and named profiles
-// (docs/contract.md §4.5, §6.1, §6.2; contract version 3).
+// (docs/contract.md §4.5, §6.2.1; contract version 3).
 //
 // The insert ops' policies (profile.h) concern record bytes; the stacked op's concern its epilogue
 // and its pool writes: which rounding pattern the NeoX rotation uses, in which order the K-norm
@@ -33,7 +33,7 @@ enum class StackedRope : std::uint8_t {
 enum class KNormReduction : std::uint8_t {
   kSequential = 0,   // S = fma(e[d], e[d], S) for d = 0..hd-1 from 0 (the contract)
   kLaneTree = 1,     // 32 lanes of ceil(hd/32) contiguous dims, each a sequential fma chain, then the
-                     // §1.3 butterfly tree over the 32 lane sums (docs/contract.md §6.1)
+                     // §1.3 butterfly tree over the 32 lane sums (docs/contract.md §4.5)
   kUnspecified = 2,  // any order: judged under a per-element budget derived from the sum's error bound
 };
 
@@ -44,7 +44,7 @@ enum class KNormReciprocal : std::uint8_t {
 };
 // The approximate reciprocal's budget, on r, as §2.5 states the approximate rsqrt's: a head passes
 // if some r' within this many fp32 ulps of the correctly rounded r reproduces its bytes exactly.
-// Derivation (docs/contract.md §6.1): sqrt.approx's relative error <= 2^-23 moves 1/sqrt by <= 2
+// Derivation (docs/contract.md §6.2.1): sqrt.approx's relative error <= 2^-23 moves 1/sqrt by <= 2
 // ulps of r, the full division adds <= 2 ulps, the correctly rounded r is <= 0.5 ulp from exact:
 // two floats <= 4.5 ulps apart are <= 4 apart.
 inline constexpr int kApproxReciprocalMaxUlps = 4;

@@ -16,7 +16,7 @@
 // Every token is projected (the projection is the op's GEMM, which a kernel runs over all T rows);
 // only tokens whose cache_loc writes (>= 0; > 0 with slot 0 reserved) go through the epilogue.
 //
-// The declared policies (StackedProfile, docs/contract.md §6.1) choose the rope contraction, the
+// The declared policies (StackedProfile, docs/contract.md §6.2.1) choose the rope contraction, the
 // K-norm's reduction order and the cache_loc rule; the default is the contract's, and a run under
 // it writes the bytes the contract fixes. kUnspecified sums sequentially and kApproximate takes
 // the correctly rounded r: both are the centre of the budget the judge applies, not a model of

@@ -1,5 +1,5 @@
 // stacked_ctx_kv_k_norm.h: the stacked op's K epilogue, one head, under the declared policies
-// (docs/contract.md §4.5 steps 2 and 3, §6.1).
+// (docs/contract.md §4.5 steps 2 and 3, §6.2.1).
 //
 // The epilogue is split where the policies act, so that the judge can re-run a part of it: the
 // sum of squares S (its order is the reduction policy), the reciprocal r (rn, the reference point
