@@ -53,6 +53,38 @@ TEST(StackedCaseFile, RoundTripsByteForByte) {
   EXPECT_TRUE(r.equal()) << testkit::format_stacked_report(c, r, "original", "replayed", "");
 }
 
+// docs/contract.md §7: a version 3 stacked file records its stacked policies; a version 2 file
+// (none recorded) holds under the contract's; a version 3 file without them, or with a spec this
+// build cannot read, is refused. Catches a writer that drops the policies or a reader that takes a
+// file's expectations under the wrong policies.
+TEST(StackedCaseFile, RecordsItsStackedPoliciesAndReadsVersionTwoAsTheContracts) {
+  const StackedCtxKvCase c = testkit::small_stacked_case();
+  const nlohmann::json fused = testkit::stacked_case_to_json(c, sglang_dspark_fused_profile());
+  EXPECT_EQ(fused.at("stacked_profile"), "sglang-dspark-fused");
+  EXPECT_EQ(testkit::stacked_case_profile_from_json(fused), sglang_dspark_fused_profile());
+  EXPECT_NO_THROW(testkit::stacked_case_from_json(fused));
+  const nlohmann::json plain = testkit::stacked_case_to_json(c);
+  EXPECT_EQ(plain.at("stacked_profile"), "contract");
+
+  nlohmann::json v2 = fused;
+  v2["contract_version"] = 2;
+  v2.erase("stacked_profile");
+  EXPECT_EQ(testkit::stacked_case_profile_from_json(v2), contract_stacked_profile());
+  EXPECT_NO_THROW(testkit::stacked_case_from_json(v2));
+
+  nlohmann::json unrecorded = fused;
+  unrecorded.erase("stacked_profile");
+  EXPECT_THROW(testkit::stacked_case_from_json(unrecorded), std::runtime_error);
+  nlohmann::json unreadable = fused;
+  unreadable["stacked_profile"] = "reduction=tree";
+  try {
+    testkit::stacked_case_from_json(unreadable);
+    ADD_FAILURE() << "a file naming unknown stacked policies was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("reduction"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StackedCaseFile, EpsKeepsItsBits) {
   StackedCtxKvCase c = testkit::small_stacked_case();
   c.layers[0].eps = std::nanf("0x123");

@@ -173,10 +173,13 @@ Status check_strict_metadata(const StackedCtxKvCase& c, ValueAccess) {
 }
 
 // The range rules: the oracle's own writes and reads depend on them.
-Status check_ranges(const StackedCtxKvCase& c) {
+Status check_ranges(const StackedCtxKvCase& c, CacheLocPolicy policy) {
   for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
     const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
-    if (slot < 0) continue;
+    if (slot < 0 && policy == CacheLocPolicy::kSlotZeroReserved)
+      return Error(ErrorCode::kStackedNegativeCacheLoc,
+                   "cache_loc " + std::to_string(slot) + " at token " + std::to_string(t));
+    if (!writes_slot(slot, policy)) continue;
     for (int i = 0; i < c.num_layers(); ++i) {
       const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(i)];
       const std::int64_t slots = std::min(l.k_pool.size(0), l.v_pool.size(0));
@@ -195,8 +198,12 @@ Status check_ranges(const StackedCtxKvCase& c) {
   return Status::Ok();
 }
 
-Status check_duplicates(const StackedCtxKvCase& c) {
-  const auto slot_at = [&](std::int64_t t) { return c.cache_loc.load<std::int64_t>(t); };
+Status check_duplicates(const StackedCtxKvCase& c, CacheLocPolicy policy) {
+  // A slot that writes nothing (0 when reserved) is no duplicate: first_repeated_slot skips < 0.
+  const auto slot_at = [&](std::int64_t t) {
+    const std::int64_t loc = c.cache_loc.load<std::int64_t>(t);
+    return writes_slot(loc, policy) ? loc : std::int64_t{-1};
+  };
   if (const auto r = detail::first_repeated_slot(c.num_tokens(), slot_at))
     return Error(ErrorCode::kStackedDuplicateSlot, "cache_loc " + std::to_string(r->slot) + " at tokens " +
                                                        std::to_string(r->first_row) + " and " +
@@ -205,18 +212,23 @@ Status check_duplicates(const StackedCtxKvCase& c) {
 }
 
 // The value rules: the ranges at every level, duplicate slots at kStrict.
+template <CacheLocPolicy kPolicy>
 Status check_values(const StackedCtxKvCase& c, ValidationLevel level) {
-  if (Status s = check_ranges(c); !s.ok()) return s;
-  return level == ValidationLevel::kStrict ? check_duplicates(c) : Status::Ok();
+  if (Status s = check_ranges(c, kPolicy); !s.ok()) return s;
+  return level == ValidationLevel::kStrict ? check_duplicates(c, kPolicy) : Status::Ok();
 }
 
 }  // namespace
 
-Status validate_stacked_ctx_kv(const StackedCtxKvCase& c, ValidationLevel level, ValueAccess access) {
+Status validate_stacked_ctx_kv(const StackedCtxKvCase& c, ValidationLevel level, ValueAccess access,
+                               CacheLocPolicy cache_loc) {
+  // The rule steps are plain function pointers: one instantiation of the value rules per policy.
+  const bool reserved = cache_loc == CacheLocPolicy::kSlotZeroReserved;
   return detail::validate_in_rule_order(
       c, level, access,
-      detail::RuleSteps<StackedCtxKvCase>{check_metadata_well_formed, check_inputs_cover, check_contract,
-                                          check_strict_metadata, check_values});
+      detail::RuleSteps<StackedCtxKvCase>{
+          check_metadata_well_formed, check_inputs_cover, check_contract, check_strict_metadata,
+          reserved ? check_values<CacheLocPolicy::kSlotZeroReserved> : check_values<CacheLocPolicy::kNegativeSkipped>});
 }
 
 Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedCtxKvOutputs& out) {

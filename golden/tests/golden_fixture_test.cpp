@@ -87,7 +87,8 @@ TEST(GoldenFixtures, ManifestsAndHashesVerifyAndRecordTheirProvenance) {
     EXPECT_EQ(g.at("name"), "kvconform-golden") << f.name;
     EXPECT_FALSE(g.at("torch_version").get<std::string>().empty()) << f.name;
     EXPECT_FALSE(g.at("probes").empty()) << f.name << ": no probe results recorded";
-    EXPECT_EQ(f.manifest.at("contract_version"), kContractVersion) << f.name;
+    EXPECT_GE(f.manifest.at("contract_version").get<int>(), kInsertMeaningSinceVersion) << f.name;
+    EXPECT_LE(f.manifest.at("contract_version").get<int>(), kContractVersion) << f.name;
     total += static_cast<std::int64_t>(fs::file_size(f.payload_path) + fs::file_size(f.manifest_path));
   }
   std::printf("%zu fixtures, %lld bytes on disk (limit %lld)\n", paths.size(), static_cast<long long>(total),

@@ -4,8 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kvc/oracle/rope.h"
-#include "kvc/oracle/rsqrt.h"
+#include "kvc/oracle/stacked_ctx_kv_k_norm.h"
 #include "kvc/oracle/storage16.h"
 
 namespace kvc::oracle {
@@ -48,20 +47,20 @@ struct EpilogueLayer {
 
 // K-norm + RoPE + pool writes of one layer for every written token.
 void epilogue(const StackedCtxKvCase& c, int layer, const EpilogueLayer& e,
-              const std::vector<std::uint16_t>& projection, StackedCtxKvOutputs& out) {
+              const std::vector<std::uint16_t>& projection, const StackedProfile& profile, StackedCtxKvOutputs& out) {
   const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(layer)];
   const std::int64_t width = c.projection_width();
   const std::int64_t kv_size = e.num_kv_heads * e.head_dim;
   std::vector<std::uint16_t> head(static_cast<std::size_t>(e.head_dim));
   for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
     const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
-    if (slot < 0) continue;
+    if (!writes_slot(slot, profile.cache_loc)) continue;
     const std::int64_t position = c.positions.load<std::int64_t>(t);
     const float* cs_row = e.cos_sin + position * e.head_dim;
     const std::uint16_t* row = projection.data() + t * width + e.column;
     for (std::int64_t h = 0; h < e.num_kv_heads; ++h) {
       std::memcpy(head.data(), row + h * e.head_dim, head.size() * 2);
-      k_norm_rope_head(head.data(), e.head_dim, e.norm_weight, e.eps, cs_row, c.storage_dtype());
+      k_norm_rope_head(head.data(), e.head_dim, e.norm_weight, e.eps, cs_row, c.storage_dtype(), profile);
       const std::int64_t k_base = slot * l.k_pool.stride(0) + h * l.k_pool.stride(1);
       const std::int64_t v_base = slot * l.v_pool.stride(0) + h * l.v_pool.stride(1);
       for (std::int64_t d = 0; d < e.head_dim; ++d) {
@@ -80,7 +79,8 @@ std::vector<float> widened_norm_weight(const StackedCtxKvLayer& l) {
 }
 
 // The per-layer path: each layer's projection from its own KV rows, then its epilogue.
-void run_per_layer(const StackedCtxKvCase& c, std::vector<std::uint16_t>& projection, StackedCtxKvOutputs& out) {
+void run_per_layer(const StackedCtxKvCase& c, const StackedProfile& profile, std::vector<std::uint16_t>& projection,
+                   StackedCtxKvOutputs& out) {
   for (int i = 0; i < c.num_layers(); ++i) {
     const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(i)];
     const std::uint16_t* kv_weight = elements16(l.qkv_weight) + l.q_size * c.hidden();
@@ -89,21 +89,21 @@ void run_per_layer(const StackedCtxKvCase& c, std::vector<std::uint16_t>& projec
     const std::vector<float> w = widened_norm_weight(l);
     epilogue(c, i,
              EpilogueLayer{c.projection_column(i), l.num_kv_heads, l.head_dim, w.data(), l.eps, elements32(l.cos_sin)},
-             projection, out);
+             projection, profile, out);
   }
 }
 
 // The stacked path: one projection over the stacked weight, then every layer's epilogue from the
 // stacked norm weights, the common eps and layer 0's table.
-void run_stacked(const StackedCtxKvCase& c, const StackedParams& p, std::vector<std::uint16_t>& projection,
-                 StackedCtxKvOutputs& out) {
+void run_stacked(const StackedCtxKvCase& c, const StackedParams& p, const StackedProfile& profile,
+                 std::vector<std::uint16_t>& projection, StackedCtxKvOutputs& out) {
   project(c, p.weight.data(), p.has_bias() ? p.bias.data() : nullptr, p.dtype, p.rows(), 0, projection);
   const std::int64_t rows = 2 * p.kv_size();
   for (int i = 0; i < p.layers; ++i)
     epilogue(c, i,
              EpilogueLayer{i * rows, p.num_kv_heads, p.head_dim, p.k_norm_weight.data() + i * p.head_dim, p.eps,
                            elements32(p.cos_sin)},
-             projection, out);
+             projection, profile, out);
 }
 
 }  // namespace
@@ -117,45 +117,31 @@ std::uint16_t project_element(const std::uint16_t* x_row, DType x_dtype, const s
 }
 
 void k_norm_rope_head(std::uint16_t* k, std::int64_t head_dim, const float* weight, float eps, const float* cos_sin_row,
-                      DType storage) {
+                      DType storage, const StackedProfile& profile) {
   std::vector<float> e(static_cast<std::size_t>(head_dim));
-  float sum = 0.0f;
-  for (std::int64_t d = 0; d < head_dim; ++d) {
-    e[static_cast<std::size_t>(d)] = widen16(k[d], storage);
-    sum = std::fma(e[static_cast<std::size_t>(d)], e[static_cast<std::size_t>(d)], sum);
-  }
-  const float inv_hd = 1.0f / static_cast<float>(head_dim);  // fl(1/hd): one correctly rounded division
-  const float r = rsqrt_rn(std::fma(sum, inv_hd, eps));
-  // The stored normed K: each value rounded to D before the rotation reads it.
-  for (std::int64_t d = 0; d < head_dim; ++d) {
-    const float normed = (e[static_cast<std::size_t>(d)] * r) * weight[d];  // fl(fl(e * r) * w)
-    e[static_cast<std::size_t>(d)] = widen16(narrow16(normed, storage), storage);
-  }
-  const std::int64_t half = head_dim / 2;
-  for (std::int64_t d = 0; d < half; ++d) {
-    const RotatedPair p = rope_rotate_pair(e[static_cast<std::size_t>(d)], e[static_cast<std::size_t>(d + half)],
-                                           cos_sin_row[d], cos_sin_row[half + d]);
-    k[d] = narrow16(p.first, storage);
-    k[d + half] = narrow16(p.second, storage);
-  }
+  for (std::int64_t d = 0; d < head_dim; ++d) e[static_cast<std::size_t>(d)] = widen16(k[d], storage);
+  const float r = k_norm_reciprocal(k_norm_sum_of_squares(e.data(), head_dim, profile.reduction), head_dim, eps);
+  k_norm_rope_head_with_r(k, head_dim, weight, r, cos_sin_row, storage, profile.rope);
 }
 
 Status stacked_ctx_kv_epilogue(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& projection,
-                               StackedCtxKvOutputs& out) {
+                               StackedCtxKvOutputs& out, const StackedProfile& profile) {
   if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
   for (int i = 0; i < c.num_layers(); ++i) {
     const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(i)];
     const std::vector<float> w = widened_norm_weight(l);
     epilogue(c, i,
              EpilogueLayer{c.projection_column(i), l.num_kv_heads, l.head_dim, w.data(), l.eps, elements32(l.cos_sin)},
-             projection, out);
+             projection, profile, out);
   }
   return Status::Ok();
 }
 
 Status stacked_ctx_kv(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const StackedCtxKvOptions& options,
                       StackedCtxKvRun* run) {
-  if (Status s = validate_stacked_ctx_kv(c, options.level); !s.ok()) return s;
+  if (Status s = validate_stacked_ctx_kv(c, options.level, ValueAccess::kMetadataAndValues, options.profile.cache_loc);
+      !s.ok())
+    return s;
   if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
   const StackedEligibility eligibility = stacked_ctx_kv_eligibility(c);
   StackedPath path = StackedPath::kPerLayer;
@@ -167,14 +153,14 @@ Status stacked_ctx_kv(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const
   }
   if (path == StackedPath::kStacked) {
     if (options.params != nullptr) {
-      run_stacked(c, *options.params, projection, out);
+      run_stacked(c, *options.params, options.profile, projection, out);
     } else if (options.cache != nullptr) {
-      run_stacked(c, options.cache->get(c), projection, out);
+      run_stacked(c, options.cache->get(c), options.profile, projection, out);
     } else {
-      run_stacked(c, build_stacked_params(c), projection, out);
+      run_stacked(c, build_stacked_params(c), options.profile, projection, out);
     }
   } else {
-    run_per_layer(c, projection, out);
+    run_per_layer(c, options.profile, projection, out);
   }
   if (run != nullptr) {
     run->path = path;

@@ -10,6 +10,7 @@
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "testkit/cases/stacked_ctx_kv_builder.h"
 #include "testkit/compare/stacked_ctx_kv_diff.h"
+#include "testkit/compare/stacked_k_norm_freedom.h"
 
 namespace kvc::testkit {
 namespace {
@@ -31,10 +32,25 @@ class Judgment {
 };
 
 // The pools of `actual` against `expected`, both of case `c`: the elements compared, the report
-// on a difference.
-void judge_pools(const StackedCtxKvCase& c, const StackedCtxKvOutputs& expected, const StackedCtxKvOutputs& actual,
+// on a difference. With `freedom` (a profile that leaves the K-norm's r free, and the projection
+// its epilogue read), the K heads the declared budget accounts for are excused first and the
+// budget is reported.
+struct Freedom {
+  const StackedProfile* profile;
+  const std::vector<std::uint16_t>* projection;
+};
+void judge_pools(const StackedCtxKvCase& c, const StackedCtxKvOutputs& expected, const StackedCtxKvOutputs& given,
                  const std::string& expected_name, const std::string& actual_name, const std::string& reproduce,
-                 Verdict& v, Judgment& j) {
+                 Verdict& v, Judgment& j, const Freedom* freedom = nullptr) {
+  StackedCtxKvOutputs excused;
+  const StackedCtxKvOutputs* compared = &given;
+  if (freedom != nullptr && !freedom->profile->k_norm_exact()) {
+    KNormFreedomReport fr;
+    excused = excuse_k_norm_freedom(c, *freedom->projection, *freedom->profile, expected, given, &fr);
+    compared = &excused;
+    j.text() << format_k_norm_freedom(c, fr, actual_name);
+  }
+  const StackedCtxKvOutputs& actual = *compared;
   const StackedDiffReport d = diff_stacked_pools(c, expected, actual);
   v.compared_bytes += d.compared_elements * 2;
   if (!d.equal())
@@ -82,7 +98,8 @@ std::string projection_difference(const StackedCtxKvCase& c, const std::vector<s
 }
 
 Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
-                      const std::vector<StackedRun>& runs, const std::string& reproduce) {
+                      const std::vector<StackedRun>& runs, const std::string& reproduce,
+                      const StackedProfile& profile) {
   Verdict v;
   Judgment j(v);
   const bool sampled = !sampled_tokens.empty();
@@ -90,7 +107,9 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
   const std::string oracle_name = sampled ? "oracle (sampled tokens)" : "oracle";
   StackedCtxKvOutputs expected = make_stacked_outputs(judged);
   oracle::StackedCtxKvRun oracle_run;
-  v.oracle_status = oracle::stacked_ctx_kv(judged, expected, {}, &oracle_run);  // the one oracle run
+  oracle::StackedCtxKvOptions under;
+  under.profile = profile;
+  v.oracle_status = oracle::stacked_ctx_kv(judged, expected, under, &oracle_run);  // the one oracle run
   std::optional<oracle::ProjectionFp64> fp64;  // any order: computed once, on the first run that needs it
   const std::int64_t width = c.projection_width();
   for (const StackedRun& run : runs) {
@@ -114,8 +133,9 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
                         : std::optional<std::vector<std::uint16_t>>(
                               sampled ? projection_rows(*run.projection, width, sampled_tokens) : *run.projection);
     if (gemm == StackedGemm::kExactOrder) {
+      const Freedom freedom{&profile, &oracle_run.projection};
       judge_pools(judged, expected, sampled ? pools_at_written_slots(judged, run.pools) : run.pools, oracle_name,
-                  run.name, reproduce, v, j);
+                  run.name, reproduce, v, j, &freedom);
       if (projection) judge_exact_projection(judged, oracle_run.projection, *projection, run.name, v, j);
       continue;
     }
@@ -133,13 +153,14 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
       j.fail(VerdictKind::kMismatch, budget + "reproduce: " + reproduce + "\n");
     // Every token: the pools are the oracle's epilogue of this run's own projection.
     StackedCtxKvOutputs epilogue = make_stacked_outputs(c);
-    if (const Status s = oracle::stacked_ctx_kv_epilogue(c, *run.projection, epilogue); !s.ok()) {
+    if (const Status s = oracle::stacked_ctx_kv_epilogue(c, *run.projection, epilogue, profile); !s.ok()) {
       j.fail(VerdictKind::kMismatch,
              run.name + ": the oracle's epilogue rejected the projection: " + s.ToString() + "\n");
       continue;
     }
-    judge_pools(c, epilogue, run.pools, "oracle epilogue of the " + run.name + " projection", run.name, reproduce, v,
-                j);
+    const Freedom freedom{&profile, &*run.projection};
+    judge_pools(c, epilogue, run.pools, "oracle epilogue of the " + run.name + " projection", run.name, reproduce, v, j,
+                &freedom);
   }
   // An exact order on a sample: the runs agree on every token too (the oracle saw only the sample).
   if (gemm == StackedGemm::kExactOrder && sampled)
@@ -152,8 +173,10 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
                  runs[k].name + " and " + runs[0].name + " stored different projections: " + d + "\n");
     }
   if (v.kind == VerdictKind::kMatch)
-    j.text() << runs.size() << " run(s), " << gemm_name(gemm) << " GEMM: every compared byte is the oracle's ("
-             << v.compared_bytes << " bytes)\n";
+    j.text() << runs.size() << " run(s), " << gemm_name(gemm) << " GEMM, stacked profile `"
+             << stacked_profile_name(profile) << "`: every compared byte is the oracle's"
+             << (profile.k_norm_exact() ? "" : " or within the declared K-norm budget") << " (" << v.compared_bytes
+             << " bytes)\n";
   j.finish();
   return v;
 }

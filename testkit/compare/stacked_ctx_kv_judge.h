@@ -15,8 +15,15 @@
 // taken it (kWrongPath: AUTO on an eligible model handed stacked parameters takes the stacked path,
 // on an ineligible one the per-layer path).
 //
+// Under a declared stacked profile (docs/contract.md §6.2.1) the oracle runs under it: its rope
+// contraction, its reduction order where one is declared and its cache_loc rule, so a declared
+// order is judged exactly. Where the declaration leaves r free (an approximate reciprocal, an
+// unspecified reduction), the K heads that differ are held to the budget of
+// stacked_k_norm_freedom.h, which the report prints with every head that needed it.
+//
 // Cost: one oracle run of the judged tokens per judgment; any order adds the fp64 projection of
-// those tokens once and the oracle's epilogue of each run's projection.
+// those tokens once and the oracle's epilogue of each run's projection; a budget adds per head a
+// few re-runs of its epilogue.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 #include "testkit/compare/verdict.h"
 
@@ -50,8 +58,10 @@ struct StackedRun {
 
 // Judges `runs` of case `c` made with `gemm`. `sampled_tokens` empty: every token is judged
 // against the oracle; else those tokens (sample_tokens()). `reproduce` ends each report.
+// `profile`: the stacked policies the library declares (the contract's by default).
 Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
-                      const std::vector<StackedRun>& runs, const std::string& reproduce);
+                      const std::vector<StackedRun>& runs, const std::string& reproduce,
+                      const StackedProfile& profile = {});
 
 // Rows `tokens` of a [T, width] projection.
 std::vector<std::uint16_t> projection_rows(const std::vector<std::uint16_t>& projection, std::int64_t width,

@@ -148,7 +148,7 @@ bool is_stacked_case_file(const json& j) {
          j.at("op").get<std::string>() == "stacked_ctx_kv";
 }
 
-json stacked_case_to_json(const StackedCtxKvCase& c) {
+json stacked_case_to_json(const StackedCtxKvCase& c, const StackedProfile& profile) {
   json layers = json::array();
   for (const StackedCtxKvLayer& l : c.layers) {
     std::uint32_t eps_bits;
@@ -168,6 +168,7 @@ json stacked_case_to_json(const StackedCtxKvCase& c) {
   }
   return json{{"contract_version", kContractVersion},
               {"op", "stacked_ctx_kv"},
+              {"stacked_profile", stacked_profile_name(profile)},
               {"x", tensor_to_json(c.x)},
               {"positions", tensor_to_json(c.positions)},
               {"cache_loc", tensor_to_json(c.cache_loc)},
@@ -180,10 +181,12 @@ StackedCtxKvCase stacked_case_from_json(const json& j) {
       throw std::runtime_error("not a stacked_ctx_kv case file (op \"" + j.value("op", std::string("?")) +
                                "\"): read it with case_from_json");
     const int version = j.at("contract_version").get<int>();
-    if (version != kContractVersion)
+    if (version < kStackedOrderSinceVersion || version > kContractVersion)
       throw std::runtime_error("stacked_ctx_kv case written under contract version " + std::to_string(version) +
-                               ": only version " + std::to_string(kContractVersion) +
-                               " fixes this op's order of operations (docs/contract.md §4.5, §8)");
+                               ": only versions " + std::to_string(kStackedOrderSinceVersion) + " to " +
+                               std::to_string(kContractVersion) +
+                               " fix this op's order of operations (docs/contract.md §4.5, §8)");
+    (void)stacked_case_profile_from_json(j);  // a file whose policies cannot be read is refused here
     StackedCtxKvCase c;
     c.x = tensor_from_json(j.at("x"));
     c.positions = tensor_from_json(j.at("positions"));
@@ -208,6 +211,18 @@ StackedCtxKvCase stacked_case_from_json(const json& j) {
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed stacked_ctx_kv case file: ") + e.what());
   }
+}
+
+StackedProfile stacked_case_profile_from_json(const json& j) {
+  const int version = j.at("contract_version").get<int>();
+  if (version < 3) return contract_stacked_profile();  // version 2 declared no stacked policies
+  if (!j.contains("stacked_profile") || !j.at("stacked_profile").is_string())
+    throw std::runtime_error("malformed stacked_ctx_kv case file: a version " + std::to_string(version) +
+                             " file records its policies as \"stacked_profile\" (docs/contract.md §7)");
+  std::string error;
+  const auto p = parse_stacked_profile(j.at("stacked_profile").get<std::string>(), &error);
+  if (!p) throw std::runtime_error("stacked_ctx_kv case file names stacked policies this build cannot read: " + error);
+  return *p;
 }
 
 void write_json_file(const std::string& path, const json& j) {

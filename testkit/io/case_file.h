@@ -15,6 +15,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/stacked_ctx_kv_case.h"
 #include "kvc/profile.h"
+#include "kvc/stacked_profile.h"
 
 namespace kvc::testkit {
 
@@ -31,9 +32,17 @@ kvc::Profile case_profile_from_json(const nlohmann::json& j);
 // Stacked context-KV cases (docs/contract.md §4.5): op "stacked_ctx_kv", every layer's tensors,
 // pool views and scalars (eps as its bits). Each reader refuses the other kind's files, naming
 // the right reader; a stacked file written under version 1 is refused (version 1 fixed no order
-// of operations for this op, so its expectations cannot be replayed exactly).
-nlohmann::json stacked_case_to_json(const StackedCtxKvCase& c);
+// of operations for this op, so its expectations cannot be replayed exactly). Since version 3 a
+// stacked file records the stacked policies its expectations hold under, "stacked_profile":
+// kvc::stacked_profile_name (docs/contract.md §7); a version 2 file, which has none, holds under
+// the contract's.
+nlohmann::json stacked_case_to_json(const StackedCtxKvCase& c,
+                                    const StackedProfile& profile = contract_stacked_profile());
 StackedCtxKvCase stacked_case_from_json(const nlohmann::json& j);
+// The stacked policies a stacked case file records: version 2, the contract's; version 3, its
+// "stacked_profile" (a version 3 file without one is malformed). Throws std::runtime_error for a
+// spec this build cannot read.
+StackedProfile stacked_case_profile_from_json(const nlohmann::json& j);
 bool is_stacked_case_file(const nlohmann::json& j);
 
 void write_json_file(const std::string& path, const nlohmann::json& j);

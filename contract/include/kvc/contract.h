@@ -14,7 +14,16 @@ namespace kvc {
 // Version 2 (docs/contract.md, "Changes from version 1"): bf16_512 NoPE dims are stored through
 // bf() (NaN -> 0x7FFF), the legacy op reads q_in interleaved when it writes q_out interleaved, and
 // the approximate-rsqrt allowance is stated on r. Case files record the version they were made under.
-inline constexpr int kContractVersion = 2;
+// Version 3 (docs/contract.md, "Changes from version 2"): the stacked op's declared policies (RoPE
+// contraction, K-norm reduction and reciprocal, cache_loc); no insert-op byte changed.
+inline constexpr int kContractVersion = 3;
+// The oldest version whose insert-op cases (and golden fixtures) mean the same under this one:
+// a file of a version in [kInsertMeaningSinceVersion, kContractVersion] is read as is.
+inline constexpr int kInsertMeaningSinceVersion = 2;
+// The oldest version that fixes the stacked op's order of operations (§4.5): a stacked case file
+// of a version in [kStackedOrderSinceVersion, kContractVersion] replays; version 2 files hold
+// under the contract's stacked policies.
+inline constexpr int kStackedOrderSinceVersion = 2;
 
 inline constexpr int kHeadDim = 512;  // bf16 per KV row / per Q head
 inline constexpr int kNopeDim = 448;  // dims [0, 448) are never rotated

@@ -14,13 +14,24 @@
 
 #include "kvc/stacked_ctx_kv_case.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 #include "kvc/validate.h"
 
 namespace kvc {
 
+// `cache_loc` decides the value rules on cache_loc (docs/contract.md §6.2.1): under
+// kNegativeSkipped a negative entry skips its token; under kSlotZeroReserved a 0 skips it, a
+// negative entry is E159 at every level (the upstream store kernel asserts on it), and tokens at
+// slot 0 are not duplicates of each other.
 Status validate_stacked_ctx_kv(const StackedCtxKvCase& c, ValidationLevel level,
-                               ValueAccess access = ValueAccess::kMetadataAndValues);
+                               ValueAccess access = ValueAccess::kMetadataAndValues,
+                               CacheLocPolicy cache_loc = CacheLocPolicy::kNegativeSkipped);
+
+// Whether token t's cache_loc entry writes under the policy (>= 0, or >= 1 with slot 0 reserved).
+inline bool writes_slot(std::int64_t loc, CacheLocPolicy policy) {
+  return policy == CacheLocPolicy::kSlotZeroReserved ? loc > 0 : loc >= 0;
+}
 
 // The caller's pool buffers against the case (E310): one K and one V buffer per layer, each
 // covering its pool view. Safe on an unvalidated case (malformed pool metadata: E129).

@@ -68,6 +68,7 @@ namespace kvc {
   X(kStackedDeviceMismatch,            156, "stacked_ctx_kv: every tensor must be on x's device")          \
   X(kStackedPathIneligible,            157, "stacked_ctx_kv: the stacked path was requested for an ineligible model") \
   X(kStackedParamsMismatch,            158, "stacked_ctx_kv: the stacked weight and bias must be the layers' KV rows, concatenated") \
+  X(kStackedNegativeCacheLoc,          159, "stacked_ctx_kv: a negative cache_loc entry under the slot-0-reserved cache_loc policy") \
   X(kStoreIndicesInvalid,              131, "store indices must be contiguous 1-D int32 or int64")        \
   X(kStoreIndicesRowMismatch,          132, "the store op takes exactly one index per row")               \
   X(kStoreCacheNotPacked,              133, "the store op writes packed records: its cache must be uint8") \

@@ -14,7 +14,13 @@
 // that, byte for byte.
 //
 // Every token is projected (the projection is the op's GEMM, which a kernel runs over all T rows);
-// only tokens with cache_loc >= 0 go through the epilogue and are written.
+// only tokens whose cache_loc writes (>= 0; > 0 with slot 0 reserved) go through the epilogue.
+//
+// The declared policies (StackedProfile, docs/contract.md §6.2.1) choose the rope contraction, the
+// K-norm's reduction order and the cache_loc rule; the default is the contract's, and a run under
+// it writes the bytes the contract fixes. kUnspecified sums sequentially and kApproximate takes
+// the correctly rounded r: both are the centre of the budget the judge applies, not a model of
+// the library.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +30,7 @@
 #include "kvc/stacked_ctx_kv_case.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 
 namespace kvc::oracle {
@@ -37,6 +44,8 @@ struct StackedCtxKvOptions {
   // Stacked path: the caller's own parameters (as the kernel ABI takes them), used as given; they
   // must have the layers' shape, dtype and bias presence (E158). Takes precedence over `cache`.
   const StackedParams* params = nullptr;
+  // The declared policies the bytes are computed under (the contract's by default).
+  StackedProfile profile;
 };
 
 // What a run did besides writing the pools.
@@ -56,7 +65,7 @@ Status stacked_ctx_kv(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const
 // order): K-norm, RoPE and the pool writes of every layer from the layers' own tensors. The case
 // must be valid (validate_stacked_ctx_kv) and `projection` [T, projection_width()].
 Status stacked_ctx_kv_epilogue(const StackedCtxKvCase& c, const std::vector<std::uint16_t>& projection,
-                               StackedCtxKvOutputs& out);
+                               StackedCtxKvOutputs& out, const StackedProfile& profile = {});
 
 // One projection element: the sequential fma chain over `hidden` terms, the bias (when given)
 // added once, rounded to `storage`.
@@ -65,7 +74,8 @@ std::uint16_t project_element(const std::uint16_t* x_row, DType x_dtype, const s
 
 // K-norm and NeoX RoPE of one head: `k` holds the stored projected K (head_dim values of
 // `storage`); on return it holds the stored rotated K. `weight` is the K-norm weight widened.
+// The profile's rope and reduction apply (stacked_ctx_kv_k_norm.h); cache_loc does not.
 void k_norm_rope_head(std::uint16_t* k, std::int64_t head_dim, const float* weight, float eps, const float* cos_sin_row,
-                      DType storage);
+                      DType storage, const StackedProfile& profile = {});
 
 }  // namespace kvc::oracle
