@@ -15,9 +15,7 @@ constexpr std::uint16_t kBf16_330 = 0x43A5, kBf16_Neg1e4 = 0xC61C;
 constexpr std::uint16_t kSignBit = 0x8000;
 
 // A bf16 subnormal (exponent field 0, mantissa 1..127) of either sign, from the dim.
-std::uint16_t subnormal(int dim) {
-  return static_cast<std::uint16_t>((dim % 2 == 0 ? 0 : kSignBit) | (1 + dim % 127));
-}
+std::uint16_t subnormal(int dim) { return static_cast<std::uint16_t>((dim % 2 == 0 ? 0 : kSignBit) | (1 + dim % 127)); }
 
 }  // namespace
 

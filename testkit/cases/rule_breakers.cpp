@@ -320,11 +320,11 @@ std::vector<RuleBreaker> strict_layout_breakers() {
        [](C& c, O& out) {
          // 8 bytes more per page: above the dense page (201 holds), not a multiple of 16.
          c.cache.stride0 += 8 / c.cache.element_bytes();
-         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)), kCanary);
+         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)),
+                          kCanary);
          return true;
        }},
-      {"MisalignedTokenStride", ErrorCode::kMisaligned, kStrict,
-       [](InsertOp, RecordFormat f) { return !is_packed(f); },
+      {"MisalignedTokenStride", ErrorCode::kMisaligned, kStrict, [](InsertOp, RecordFormat f) { return !is_packed(f); },
        [](C& c, O& out) {
          // 8 bytes more per row; the page grows by block_size rows of 8 bytes, a multiple of 16,
          // so the page stride stays aligned and the token stride is the only site broken.
@@ -332,7 +332,8 @@ std::vector<RuleBreaker> strict_layout_breakers() {
          c.cache.stride1 += 8 / c.cache.element_bytes();
          c.cache.stride0 = (c.block_size * c.cache.token_stride_bytes() + page_padding) / c.cache.element_bytes();
          if (c.cache.page_stride_bytes() % kAlignment != 0) return false;
-         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)), kCanary);
+         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)),
+                          kCanary);
          return true;
        }},
       {"MisalignedQBase", ErrorCode::kMisaligned, kStrict, legacy,

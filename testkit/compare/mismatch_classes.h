@@ -62,9 +62,9 @@ enum class MismatchClass : std::uint8_t {
 };
 // In report order.
 inline constexpr std::array<MismatchClass, 9> kAllMismatchClasses = {
-    MismatchClass::kRoundingTie,  MismatchClass::kScaleExponent,   MismatchClass::kTensorScale,
-    MismatchClass::kSaturationNan, MismatchClass::kRopePattern,    MismatchClass::kWrongAddress,
-    MismatchClass::kPadByte,      MismatchClass::kUntouchedRegion, MismatchClass::kUnexplained};
+    MismatchClass::kRoundingTie,   MismatchClass::kScaleExponent,   MismatchClass::kTensorScale,
+    MismatchClass::kSaturationNan, MismatchClass::kRopePattern,     MismatchClass::kWrongAddress,
+    MismatchClass::kPadByte,       MismatchClass::kUntouchedRegion, MismatchClass::kUnexplained};
 
 // "rounding tie", "scale exponent", ... (reports) and "rounding_tie", ... (JSON keys).
 std::string_view mismatch_class_name(MismatchClass c);

@@ -54,9 +54,9 @@ enum class RowVariant : std::uint8_t {
   kBf16NanPayloadKept,
 };
 inline constexpr std::array<RowVariant, 9> kNumericVariants = {
-    RowVariant::kE4m3TiesAway,      RowVariant::kBf16TiesAway,        RowVariant::kRopeMulSub,
-    RowVariant::kRopeNeox,          RowVariant::kRopeNeoxInLane,      RowVariant::kE4m3NoSaturation,
-    RowVariant::kFp8ScaleMultiplied, RowVariant::kFp8ScaleDivided,    RowVariant::kBf16NanPayloadKept};
+    RowVariant::kE4m3TiesAway,       RowVariant::kBf16TiesAway,    RowVariant::kRopeMulSub,
+    RowVariant::kRopeNeox,           RowVariant::kRopeNeoxInLane,  RowVariant::kE4m3NoSaturation,
+    RowVariant::kFp8ScaleMultiplied, RowVariant::kFp8ScaleDivided, RowVariant::kBf16NanPayloadKept};
 
 // "e4m3 ties rounded away from zero", "RoPE with mul/sub instead of fma", ...
 std::string_view describe_variant(RowVariant v);

@@ -143,8 +143,9 @@ TEST_P(OffsetViews, ValidViewsWriteThePlainCasesBytesShifted) {
   const std::int64_t shift = view.cache.offset_bytes;
   ASSERT_EQ(v.cache.size(), p.cache.size() + static_cast<std::size_t>(shift));
   EXPECT_TRUE(std::equal(p.cache.begin(), p.cache.end(), v.cache.begin() + shift)) << "the cache bytes, shifted";
-  EXPECT_TRUE(std::all_of(v.cache.begin(), v.cache.begin() + shift, [](std::uint8_t b) { return b == testkit::kCanary; }))
-      << "a byte before the cache view was written";
+  EXPECT_TRUE(std::all_of(v.cache.begin(), v.cache.begin() + shift, [](std::uint8_t b) {
+    return b == testkit::kCanary;
+  })) << "a byte before the cache view was written";
   if (legacy) {
     const std::int64_t q_shift = view.q_out.offset_bytes;
     ASSERT_EQ(v.q_out.size(), p.q_out.size() + static_cast<std::size_t>(q_shift));
@@ -178,8 +179,7 @@ TEST_P(OffsetViews, OneElementMoreOnASixteenByteTensorIsRule202) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, OffsetViews,
-                         ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
+INSTANTIATE_TEST_SUITE_P(Registry, OffsetViews, ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
                            return s.placement == Placement::kOffsetViews;
                          })),
                          [](const ::testing::TestParamInfo<Cell>& p) { return cell_name(p.param); });
@@ -206,7 +206,8 @@ class IndexTails : public ::testing::TestWithParam<Cell> {};
 TEST_P(IndexTails, TailsHoldValidEntriesTheOracleNeverReads) {
   const Cell& cell = GetParam();
   const InsertCase c = build_case(cell.op, cell.spec, 0);
-  ASSERT_TRUE(validate_insert(c, ValidationLevel::kStrict).ok()) << validate_insert(c, ValidationLevel::kStrict).ToString();
+  ASSERT_TRUE(validate_insert(c, ValidationLevel::kStrict).ok())
+      << validate_insert(c, ValidationLevel::kStrict).ToString();
   const std::int64_t m = c.num_inserted(), n = c.num_rows(), capacity = c.cache.num_blocks * c.block_size;
   ASSERT_EQ(c.slots.meta.sizes, std::vector<std::int64_t>{m});
   ASSERT_EQ(static_cast<std::int64_t>(c.slots.bytes.size()), (m + testkit::index_tail_slots(n, m)) * 8);
@@ -249,8 +250,7 @@ TEST_P(IndexTails, AReaderPastMWritesForeignSlotsTheComparisonNames) {
   EXPECT_EQ(m.total_sites(), m.count(testkit::MismatchClass::kWrongAddress)) << m.report();
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, IndexTails,
-                         ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
+INSTANTIATE_TEST_SUITE_P(Registry, IndexTails, ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
                            return s.placement == Placement::kIndexTails;
                          })),
                          [](const ::testing::TestParamInfo<Cell>& p) { return cell_name(p.param); });
@@ -296,7 +296,9 @@ TEST_P(EdgeValues, LiveRowsHoldEveryEdgeValueAndTheOracleWritesTheirCodes) {
     if (slot < 0) continue;
     SCOPED_TRACE("row " + std::to_string(t) + " slot " + std::to_string(slot));
     const std::int64_t data = oracle::token_data_offset(view, slot);
-    auto byte = [&](int d, int k = 0) { return out.cache[static_cast<std::size_t>(data + oracle::dim_offset_in_data(f, d) + k)]; };
+    auto byte = [&](int d, int k = 0) {
+      return out.cache[static_cast<std::size_t>(data + oracle::dim_offset_in_data(f, d) + k)];
+    };
     auto value16 = [&](int d) { return static_cast<std::uint16_t>(byte(d) | byte(d, 1) << 8); };
     auto scale = [&](int d) {
       return out.cache[static_cast<std::size_t>(oracle::token_scale_offset(view, slot) + d / l.quant_block_dims)];
@@ -380,8 +382,7 @@ TEST_P(EdgeValues, LiveRowsHoldEveryEdgeValueAndTheOracleWritesTheirCodes) {
   EXPECT_GT(nan_heads, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, EdgeValues,
-                         ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
+INSTANTIATE_TEST_SUITE_P(Registry, EdgeValues, ::testing::ValuesIn(cells([](const ConformanceSpec& s) {
                            return s.values == KvValues::kEdgeValues;
                          })),
                          [](const ::testing::TestParamInfo<Cell>& p) { return cell_name(p.param); });

@@ -80,7 +80,7 @@ struct VariantCell {
   std::function<void(std::vector<std::uint16_t>& kv)> inputs;
   // The variant's record of live row t (slot `slot`) written over the oracle's in `backing`.
   std::function<void(const InsertCase& c, const oracle::PagedCacheView& v, std::int64_t t, std::int64_t slot,
-                      Bytes& backing)>
+                     Bytes& backing)>
       plant;
 };
 
@@ -120,7 +120,8 @@ void plant_nosat(const InsertCase& c, const oracle::PagedCacheView& v, std::int6
   oracle::rotated_row16(c, t, kvc::vllm_profile(), row16);
   for (int d = 0; d < layout_of(v.format).fp8_dims; ++d) {
     const float y = oracle::widen16(row16[d], c.kv.meta.dtype);
-    if (std::isnan(y) || std::isinf(y)) b[static_cast<std::size_t>(data + oracle::dim_offset_in_data(v.format, d))] = 0x7F;
+    if (std::isnan(y) || std::isinf(y))
+      b[static_cast<std::size_t>(data + oracle::dim_offset_in_data(v.format, d))] = 0x7F;
   }
 }
 
@@ -130,7 +131,8 @@ void plant_scaled(const InsertCase& c, const oracle::PagedCacheView& v, std::int
   oracle::kv_row_after_rope(c, t, x);
   const float s = c.fp8_scale.load<float>(0);
   for (int d = 0; d < kHeadDim; ++d)
-    b[static_cast<std::size_t>(oracle::token_data_offset(v, slot) + d)] = oracle::e4m3_encode(divide ? x[d] / s : x[d] * s);
+    b[static_cast<std::size_t>(oracle::token_data_offset(v, slot) + d)] =
+        oracle::e4m3_encode(divide ? x[d] / s : x[d] * s);
 }
 
 void plant_nan_payload(const InsertCase& c, const oracle::PagedCacheView& v, std::int64_t t, std::int64_t slot,
@@ -189,10 +191,9 @@ std::vector<VariantCell> cells() {
 }
 
 std::string cell_name(const VariantCell& v) {
-  static const char* const kNames[] = {"Contract",      "E4m3TiesAway",       "Bf16TiesAway",
-                                       "RopeMulSub",    "RopeNeox",           "RopeNeoxInLane",
-                                       "E4m3NoSaturation", "Fp8ScaleMultiplied", "Fp8ScaleDivided",
-                                       "Bf16NanPayloadKept"};
+  static const char* const kNames[] = {"Contract",        "E4m3TiesAway",      "Bf16TiesAway",     "RopeMulSub",
+                                       "RopeNeox",        "RopeNeoxInLane",    "E4m3NoSaturation", "Fp8ScaleMultiplied",
+                                       "Fp8ScaleDivided", "Bf16NanPayloadKept"};
   return std::string(kNames[static_cast<int>(v.variant)]) + "_" + format_test_name(v.format);
 }
 
@@ -275,9 +276,8 @@ TEST_P(RowVariantClass, NotClaimed) {
   const MismatchClassification m = classify(actual);
   EXPECT_EQ(m.count(want()), static_cast<std::int64_t>(planted.size())) << m.report();
   EXPECT_EQ(m.count(MismatchClass::kUnexplained), 1) << "the flipped record must stay unexplained\n" << m.report();
-  EXPECT_EQ(m.total_sites(), static_cast<std::int64_t>(planted.size()) + 1)
-      << "the rows left correct make no site\n"
-      << m.report();
+  EXPECT_EQ(m.total_sites(), static_cast<std::int64_t>(planted.size()) + 1) << "the rows left correct make no site\n"
+                                                                            << m.report();
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, RowVariantClass, ::testing::ValuesIn(cells()),
@@ -286,8 +286,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, RowVariantClass, ::testing::ValuesIn(cells())
 // The encoder of kE4m3NoSaturation against the search above, over the values that matter: around
 // the range end, NaN, Inf, zeros, subnormals and random normals.
 TEST(RowVariantEncoders, E4m3WithoutSaturationMatchesTheSearch) {
-  std::vector<float> values = {0.0f, -0.0f, 448.0f, -448.0f, 456.0f, 464.0f, -464.0f, 464.00003f, 465.0f, 480.0f,
-                               1e30f, -1e30f, INFINITY, -INFINITY, NAN, -NAN, 0x1p-9f, 0x1p-10f, 3 * 0x1p-10f, 17.0f};
+  std::vector<float> values = {0.0f,       -0.0f,  448.0f,  -448.0f,  456.0f,       464.0f,   -464.0f,
+                               464.00003f, 465.0f, 480.0f,  1e30f,    -1e30f,       INFINITY, -INFINITY,
+                               NAN,        -NAN,   0x1p-9f, 0x1p-10f, 3 * 0x1p-10f, 17.0f};
   Rng rng(5);
   for (int i = 0; i < 20000; ++i) values.push_back(std::ldexp(rng.normal(), static_cast<int>(rng.uniform(-12, 10))));
   for (float v : values) EXPECT_EQ(e4m3_without_saturation(v), e4m3_nosat_by_search(v)) << v;
