@@ -326,12 +326,12 @@ std::vector<RuleBreaker> strict_layout_breakers() {
        }},
       {"MisalignedTokenStride", ErrorCode::kMisaligned, kStrict, [](InsertOp, RecordFormat f) { return !is_packed(f); },
        [](C& c, O& out) {
-         // 8 bytes more per row; the page grows by block_size rows of 8 bytes, a multiple of 16,
-         // so the page stride stays aligned and the token stride is the only site broken.
+         // 8 bytes more per row; the page keeps its padding and is rounded up to 16 bytes (an odd
+         // block size adds 8), so the token stride is the only site broken.
          const std::int64_t page_padding = c.cache.page_stride_bytes() - c.block_size * c.cache.token_stride_bytes();
          c.cache.stride1 += 8 / c.cache.element_bytes();
-         c.cache.stride0 = (c.block_size * c.cache.token_stride_bytes() + page_padding) / c.cache.element_bytes();
-         if (c.cache.page_stride_bytes() % kAlignment != 0) return false;
+         const std::int64_t page = c.block_size * c.cache.token_stride_bytes() + page_padding;
+         c.cache.stride0 = (page + kAlignment - 1) / kAlignment * kAlignment / c.cache.element_bytes();
          out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)),
                           kCanary);
          return true;
