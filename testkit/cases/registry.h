@@ -100,15 +100,15 @@ inline constexpr std::int64_t kMatrixTokens[] = {0, 1, 17, 1023, 1024, 1025, 163
 inline constexpr std::int64_t kMatrixBlockSizes[] = {16, 64, 256};
 inline constexpr std::int64_t kMatrixFullProductTokens = 16384;
 
-// Rows that make every warp of the kernels' persistent grids loop at least once on an H200. Our
-// large-batch kernels (the KV-only insert, kernels/src/kv_insert.cu; the legacy op's large-batch
-// grid, kernels/src/legacy_insert.cu, from kTokenCutoff rows) launch min(rows / 8, resident) blocks
-// of 8 warps, one row per warp per step, where resident = SMs x blocks per SM
-// (kernels/src/launch_config.h). An SM holds at most 2048 threads, 8 such blocks, so no occupancy
-// gives more than 132 x 8 x 8 = 8448 warps: row 8448 is always some warp's second step. At the
-// measured occupancy (4 blocks per SM, 4224 warps) the warps make three steps. A grid-stride bug
-// (a loop that stops after one pass, a stride of blockDim instead of the grid, a prefetch of the
-// next row that skips one) shows only past that many rows.
+// Rows that make a persistent grid loop on an H200 whatever its occupancy. Our large-batch kernels
+// (the KV-only insert, kernels/src/kv_insert.cu; the legacy op's large-batch grid from kTokenCutoff
+// rows, kernels/src/legacy_insert.cu) launch min(rows / 8, resident) blocks of 8 warps, one row per
+// warp per step, where resident = SMs x blocks per SM (kernels/src/launch_config.h). An SM holds at
+// most 2048 threads, 8 such blocks, so no grid has more than 132 x 8 x 8 = 8448 warps and row 8448
+// is always a second step. At the KV-only kernel's 50% occupancy (kv_insert.cu: 4 blocks per SM,
+// 4224 warps) every warp makes two steps and one a third. A grid-stride bug (a loop that stops
+// after one pass, a stride of blockDim instead of the grid, a prefetch of the next row that skips
+// one) shows only past that many rows.
 inline constexpr std::int64_t kH200Sms = 132;
 inline constexpr std::int64_t kMaxResidentWarpsPerSm = 64;  // 2048 threads
 inline constexpr std::int64_t kGridLoopTokens = kH200Sms * kMaxResidentWarpsPerSm + 1;
