@@ -5,11 +5,15 @@
 // the warp and block sizes; guard zones intact, kv and weight unchanged when out of place.
 // Fused in front of the KV-only insert (kv_norm_weight): the judge's verdict (the backing equals
 // the oracle's under the declared profile, norm rows within a declared approximate rsqrt) in every
-// format. Catches: a wrong reduction order or rsqrt, a missing bf16 rounding of the normed row,
-// rows dropped or written twice at block boundaries, an alias that reads a row after writing it.
+// format; and on the kernel matrix's offset-view scenarios with the weight at a 2-byte offset, a
+// view the contract allows (the weight has no alignment rule). Catches: a wrong reduction order or
+// rsqrt, a missing bf16 rounding of the normed row, rows dropped or written twice at block
+// boundaries, an alias that reads a row after writing it, a weight read with 16-byte loads from a
+// view that is not 16-byte aligned (a fault) or from its buffer's start instead of its offset.
 #include <gtest/gtest.h>
 
 #include <utility>
+#include <vector>
 
 #include "testkit/device/gpu_test_support.h"
 #include "testkit/cases/registry.h"
@@ -77,6 +81,34 @@ INSTANTIATE_TEST_SUITE_P(Formats, FusedKvNorm, ::testing::ValuesIn(kAllFormats),
                          [](const ::testing::TestParamInfo<RecordFormat>& p) {
                            return testkit::format_test_name(p.param);
                          });
+
+class FusedKvNormOffsetViews : public ::testing::TestWithParam<cases::ConformanceSpec> {};
+
+TEST_P(FusedKvNormOffsetViews, WeightAtATwoByteOffsetEqualsOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const cases::ConformanceSpec& spec = GetParam();
+  InsertCase c = cases::build_kv_only(spec, 0);
+  testkit::Rng rng(spec.seed + 11);
+  c.kv_norm_weight = cases::place_kv_norm_weight(spec, weight_tensor(rng));
+  ASSERT_EQ(c.kv_norm_weight.meta.offset_bytes % 16, 2) << "the weight must be 2-byte, not 16-byte, aligned";
+  c.kv_norm_eps = kEps;
+  testkit::DeviceBackend device = gpu::make_backend();
+  KVC_REQUIRE_SUPPORT(device, c);
+  InsertOutputs actual = testkit::make_outputs(c);
+  const Status s = device.run(c, actual);
+  ASSERT_TRUE(gpu::clean(device));
+  EXPECT_TRUE(gpu::passes(gpu::judge(device, c, s, std::move(actual)), spec.name() + " fused kv_norm"));
+}
+
+std::vector<cases::ConformanceSpec> offset_view_specs() {
+  std::vector<cases::ConformanceSpec> v;
+  for (const cases::ConformanceSpec& s : cases::kernel_matrix(InsertOp::kKvOnly))
+    if (s.placement == cases::Placement::kOffsetViews) v.push_back(s);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, FusedKvNormOffsetViews, ::testing::ValuesIn(offset_view_specs()),
+                         [](const ::testing::TestParamInfo<cases::ConformanceSpec>& p) { return p.param.name(); });
 
 }  // namespace
 }  // namespace kvc

@@ -40,8 +40,10 @@ void matrix_suite(const RunOptions& options, testkit::DeviceBackend& device, con
   std::vector<std::pair<InsertOp, cases::ConformanceSpec>> cells;
   for (InsertOp op : {InsertOp::kKvOnly, InsertOp::kLegacy}) {
     if (!options.selects(abi_op(op))) continue;
+    // The grid-loop scenarios are exempt from --max-tokens (cases::kGridLoopTokens).
     for (const cases::ConformanceSpec& spec : cases::kernel_matrix(op))
-      if (options.selects(spec.format) && options.within_tokens(spec.tokens)) cells.push_back({op, spec});
+      if (options.selects(spec.format) && cases::within_token_limit(spec, options.max_tokens))
+        cells.push_back({op, spec});
   }
   sink.begin_suite("kernel matrix: every op, format, token count, block size and page kind against the oracle",
                    cells.size());

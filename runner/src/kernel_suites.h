@@ -1,7 +1,8 @@
 // kernel_suites.h: kernel conformance: a kernel library on the GPU, through the device backend.
 //
 //   matrix         cases::kernel_matrix(op) of kv_only and legacy: every format x token count x
-//                  block size x page kind (--max-tokens trims it). Each case runs through the
+//                  block size x page kind (--max-tokens trims it, except the scenarios longer than any
+//                  persistent grid, cases::kGridLoopTokens). Each case runs through the
 //                  library and is judged by testkit's judge (testkit/compare/judge.h, the GPU
 //                  suites' judge too) under the profile the library declares (or --profile):
 //                  status, whole backing (profile checker, policy_report.h), q_out exactly or row

@@ -97,7 +97,7 @@ void fused_kv_norm_suite(const RunOptions& options, testkit::DeviceBackend& devi
     if (!sink.starts(r)) continue;
     InsertCase c = cases::build_kv_only(spec, 0);
     testkit::Rng rng(spec.seed + 11);
-    c.kv_norm_weight = kv_norm_weight(rng);
+    c.kv_norm_weight = cases::place_kv_norm_weight(spec, kv_norm_weight(rng));
     c.kv_norm_eps = kKvNormEps;
     if (const testkit::Support s = device.supports(c); !s.supported) {
       r.add_bytes(AbiOp::kKvOnlyKvNorm, 0);

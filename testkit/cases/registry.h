@@ -7,7 +7,11 @@
 //    position on by one, and the last round maps every slot to -1.
 //  - kernel_matrix(op): the kernel conformance matrix, every op x format x token count x block
 //    size x page stride (trimmed at the largest token counts), one round each, compared with the
-//    oracle byte for byte.
+//    oracle byte for byte; then, at small sizes, the families that reach input a plain matrix
+//    never sends: edge values (NaN, +-Inf, -0, subnormals, values past the fp8 range) in kv and q,
+//    every tensor as a view at a byte offset the contract allows, slot and position tensors that
+//    are views of longer buffers with valid entries past their end; and one case per op and format
+//    longer than any persistent grid an H200 holds, which --max-tokens never drops.
 // Adding a case is one line in registry.cpp.
 #pragma once
 
@@ -37,6 +41,29 @@ enum class KvValues : std::uint8_t {
   // blocks of one row get different UE8M0 scales and the fp8 cache sees saturation and
   // subnormal codes; about 10^9 values a second, which the 2^18-token cases need.
   kWideRange = 1,
+  // kWideRange with the edge values of docs/contract.md §3.7 planted in every row (kv, and q for
+  // the legacy op): NaN with and without payload in NoPE and RoPE dims, +-Inf blocks, -0, bf16
+  // subnormals, values past the fp8 range (testkit/cases/edge_values.h).
+  kEdgeValues = 2,
+};
+
+// Where a scenario's tensors sit in their buffers.
+enum class Placement : std::uint8_t {
+  kOwnBuffers = 0,  // every tensor at the start of a buffer of its own size
+  // Every tensor a view at a non-zero byte offset the contract allows: 16-byte multiples for the
+  // tensors of the 16-byte rule (kv, q, q_out, cos_sin_cache, the cache), element-aligned offsets
+  // that are not 16-byte multiples for the others (testkit/cases/offset_views.h).
+  kOffsetViews = 1,
+  // slot_mapping and position_ids views of the first M and N entries of longer buffers whose
+  // entries past the view are valid: distinct free slots, positions inside the table
+  // (testkit/cases/index_tails.h).
+  kIndexTails = 2,
+};
+
+// Whether --max-tokens may drop a scenario from the runner's kernel matrix.
+enum class TokenLimit : std::uint8_t {
+  kApplies = 0,
+  kExempt = 1,  // kept whatever --max-tokens says: the grid-loop scenarios (kGridLoopTokens)
 };
 
 struct ConformanceSpec {
@@ -53,8 +80,11 @@ struct ConformanceSpec {
   std::int64_t query_heads = kUpstreamQueryHeads;
   std::int64_t padded_heads = kUpstreamQueryHeads;
   bool random_query = false;
+  Placement placement = Placement::kOwnBuffers;
+  TokenLimit token_limit = TokenLimit::kApplies;
 
-  // "Packed584_Tokens1024_Bs256_Padded"
+  // "Packed584_Tokens1024_Bs256_Padded", with "_EdgeValues", "_OffsetViews" or "_IndexTails" for
+  // the families.
   std::string name() const;
 };
 
@@ -70,8 +100,24 @@ inline constexpr std::int64_t kMatrixTokens[] = {0, 1, 17, 1023, 1024, 1025, 163
 inline constexpr std::int64_t kMatrixBlockSizes[] = {16, 64, 256};
 inline constexpr std::int64_t kMatrixFullProductTokens = 16384;
 
+// Rows that make a persistent grid loop on an H200 whatever its occupancy. Our large-batch kernels
+// (the KV-only insert, kernels/src/kv_insert.cu; the legacy op's large-batch grid from kTokenCutoff
+// rows, kernels/src/legacy_insert.cu) launch min(rows / 8, resident) blocks of 8 warps, one row per
+// warp per step, where resident = SMs x blocks per SM (kernels/src/launch_config.h). An SM holds at
+// most 2048 threads, 8 such blocks, so no grid has more than 132 x 8 x 8 = 8448 warps and row 8448
+// is always a second step. At the KV-only kernel's 50% occupancy (kv_insert.cu: 4 blocks per SM,
+// 4224 warps) every warp makes two steps and one a third. A grid-stride bug (a loop that stops
+// after one pass, a stride of blockDim instead of the grid, a prefetch of the next row that skips
+// one) shows only past that many rows.
+inline constexpr std::int64_t kH200Sms = 132;
+inline constexpr std::int64_t kMaxResidentWarpsPerSm = 64;  // 2048 threads
+inline constexpr std::int64_t kGridLoopTokens = kH200Sms * kMaxResidentWarpsPerSm + 1;
+
 // Scenarios of the kernel matrix for one op (kKvOnly or kLegacy), in a stable order.
 const std::vector<ConformanceSpec>& kernel_matrix(InsertOp op);
+
+// Whether the runner's `--max-tokens max_tokens` (0: no limit) keeps the scenario.
+bool within_token_limit(const ConformanceSpec& spec, std::int64_t max_tokens);
 
 // The KV-only case of round `round` (0-based) of a scenario.
 InsertCase build_kv_only(const ConformanceSpec& spec, int round);
@@ -80,5 +126,9 @@ InsertCase build_kv_only(const ConformanceSpec& spec, int round);
 InsertCase build_legacy(const ConformanceSpec& spec, int round);
 // build_kv_only or build_legacy.
 InsertCase build_case(InsertOp op, const ConformanceSpec& spec, int round);
+// A kv_norm weight (offset 0) for the scenario's KV-only case, placed as the scenario places its
+// tensors: for kOffsetViews a view at a 2-byte offset (testkit/cases/offset_views.h). The fused
+// kv_norm suites add their weight through it.
+HostTensor place_kv_norm_weight(const ConformanceSpec& spec, HostTensor weight);
 
 }  // namespace kvc::cases

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kvc/resolved_case.h"
+#include "testkit/backends/backing.h"
 #include "testkit/cases/breaker_table.h"
 #include "testkit/cases/test_name.h"
 
@@ -305,6 +306,46 @@ std::vector<RuleBreaker> strict_layout_breakers() {
        [](C& c, O&) {
          c.kv.meta.offset_bytes = 2;
          c.kv.bytes.insert(c.kv.bytes.begin(), 2, 0);
+         return true;
+       }},
+      // The other sites of rule 202, each with the smallest offset its element allows: a view
+      // torch can make (a slice one element in), which a kernel's 16-byte loads cannot take.
+      {"MisalignedCosSinBase", ErrorCode::kMisaligned, kStrict, any,
+       [](C& c, O&) {
+         c.cos_sin.meta.offset_bytes = 4;
+         c.cos_sin.bytes.insert(c.cos_sin.bytes.begin(), 4, 0);
+         return true;
+       }},
+      {"MisalignedPageStride", ErrorCode::kMisaligned, kStrict, any,
+       [](C& c, O& out) {
+         // 8 bytes more per page: above the dense page (201 holds), not a multiple of 16.
+         c.cache.stride0 += 8 / c.cache.element_bytes();
+         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)),
+                          kCanary);
+         return true;
+       }},
+      {"MisalignedTokenStride", ErrorCode::kMisaligned, kStrict, [](InsertOp, RecordFormat f) { return !is_packed(f); },
+       [](C& c, O& out) {
+         // 8 bytes more per row; the page keeps its padding and is rounded up to 16 bytes (an odd
+         // block size adds 8), so the token stride is the only site broken.
+         const std::int64_t page_padding = c.cache.page_stride_bytes() - c.block_size * c.cache.token_stride_bytes();
+         c.cache.stride1 += 8 / c.cache.element_bytes();
+         const std::int64_t page = c.block_size * c.cache.token_stride_bytes() + page_padding;
+         c.cache.stride0 = (page + kAlignment - 1) / kAlignment * kAlignment / c.cache.element_bytes();
+         out.cache.resize(std::max(out.cache.size(), static_cast<std::size_t>(c.cache.backing_bytes() + kGuardBytes)),
+                          kCanary);
+         return true;
+       }},
+      {"MisalignedQBase", ErrorCode::kMisaligned, kStrict, legacy,
+       [](C& c, O&) {
+         c.q.meta.offset_bytes = 2;
+         c.q.bytes.insert(c.q.bytes.begin(), 2, 0);
+         return true;
+       }},
+      {"MisalignedQOutBase", ErrorCode::kMisaligned, kStrict, legacy,
+       [](C& c, O& out) {
+         c.q_out.offset_bytes = 2;
+         out.q_out.insert(out.q_out.begin(), 2, kCanary);
          return true;
        }},
   };

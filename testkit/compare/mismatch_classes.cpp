@@ -60,7 +60,12 @@ MismatchClass class_of_variant(RowVariant v) {
     case RowVariant::kE4m3TiesAway:
     case RowVariant::kBf16TiesAway: return MismatchClass::kRoundingTie;
     case RowVariant::kRopeMulSub:
-    case RowVariant::kRopeNeox: return MismatchClass::kRopePattern;
+    case RowVariant::kRopeNeox:
+    case RowVariant::kRopeNeoxInLane: return MismatchClass::kRopePattern;
+    case RowVariant::kE4m3NoSaturation:
+    case RowVariant::kBf16NanPayloadKept: return MismatchClass::kSaturationNan;
+    case RowVariant::kFp8ScaleMultiplied:
+    case RowVariant::kFp8ScaleDivided: return MismatchClass::kTensorScale;
     case RowVariant::kContract: break;
   }
   return MismatchClass::kUnexplained;
@@ -411,14 +416,15 @@ class Classifier {
     for (RowVariant v : kNumericVariants) {
       if (!variant_applies(v, c_, declared_) || !reproduces(row, slot, v, declared_)) continue;
       site->cls = class_of_variant(v);
-      site->detail = std::string(describe_variant(v));
+      site->detail = "reproduced by: " + std::string(describe_variant(v));
       return;
     }
     // The profile checker's closest profile, with every policy it needs named; then a variant on it.
     const kvc::Profile* followed = policy_ && policy_->followed ? &*policy_->followed : nullptr;
     if (followed && *followed != declared_) {
-      for (RowVariant v : {RowVariant::kContract, RowVariant::kE4m3TiesAway, RowVariant::kBf16TiesAway,
-                           RowVariant::kRopeMulSub, RowVariant::kRopeNeox}) {
+      std::vector<RowVariant> variants{RowVariant::kContract};
+      variants.insert(variants.end(), kNumericVariants.begin(), kNumericVariants.end());
+      for (RowVariant v : variants) {
         if (!variant_applies(v, c_, *followed) || !reproduces(row, slot, v, *followed)) continue;
         std::vector<kvc::Policy> needed;
         for (kvc::Policy policy : record_policies(view_.format)) {
@@ -557,6 +563,7 @@ std::string_view mismatch_class_name(MismatchClass c) {
     case MismatchClass::kPadByte: return "pad byte";
     case MismatchClass::kUntouchedRegion: return "untouched-region damage";
     case MismatchClass::kUnexplained: return "unexplained";
+    case MismatchClass::kTensorScale: return "per-tensor scale";
   }
   return "?";
 }
@@ -571,6 +578,7 @@ std::string_view mismatch_class_key(MismatchClass c) {
     case MismatchClass::kPadByte: return "pad_byte";
     case MismatchClass::kUntouchedRegion: return "untouched_region";
     case MismatchClass::kUnexplained: return "unexplained";
+    case MismatchClass::kTensorScale: return "tensor_scale";
   }
   return "?";
 }

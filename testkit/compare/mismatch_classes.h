@@ -13,11 +13,14 @@
 //   untouched region  outside the cache view: before its first page, or after its last (the guard
 //                     zone); the device backend's guard zones and input buffers (add_damage)
 //   pad byte          packed584 scale byte 7 of an addressed slot
-//   saturation / NaN  the record is the oracle's with another clamp order or Inf-block policy
+//   saturation / NaN  the record is the oracle's with another clamp order or Inf-block policy, or
+//                     e4m3 without saturation, or bf16 NaN payloads kept (row_variants.h)
 //   scale exponent    with another exponent rule or amax floor; or every differing block's scale
 //                     byte differs and its codes are what that scale gives (an exponent off by n)
+//   per-tensor scale  fp8_512 with fp8_scale multiplied instead of its reciprocal, or divided per
+//                     element (row_variants.h)
 //   RoPE pattern      with rope policy `none`, or RoPE with separately rounded products, or
-//                     NeoX pairing (row_variants.h)
+//                     NeoX pairing over the RoPE dims or inside each lane (row_variants.h)
 //   rounding tie      with e4m3 or bf16 ties rounded away from zero (row_variants.h)
 //   unexplained       none of the above reproduces it
 //
@@ -55,11 +58,13 @@ enum class MismatchClass : std::uint8_t {
   kPadByte,
   kUntouchedRegion,
   kUnexplained,
+  kTensorScale,
 };
-inline constexpr std::array<MismatchClass, 8> kAllMismatchClasses = {
-    MismatchClass::kRoundingTie,     MismatchClass::kScaleExponent, MismatchClass::kSaturationNan,
-    MismatchClass::kRopePattern,     MismatchClass::kWrongAddress,  MismatchClass::kPadByte,
-    MismatchClass::kUntouchedRegion, MismatchClass::kUnexplained};
+// In report order.
+inline constexpr std::array<MismatchClass, 9> kAllMismatchClasses = {
+    MismatchClass::kRoundingTie,   MismatchClass::kScaleExponent,   MismatchClass::kTensorScale,
+    MismatchClass::kSaturationNan, MismatchClass::kRopePattern,     MismatchClass::kWrongAddress,
+    MismatchClass::kPadByte,       MismatchClass::kUntouchedRegion, MismatchClass::kUnexplained};
 
 // "rounding tie", "scale exponent", ... (reports) and "rounding_tie", ... (JSON keys).
 std::string_view mismatch_class_name(MismatchClass c);

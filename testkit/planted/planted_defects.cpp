@@ -137,6 +137,17 @@ void post_process(PlantedDefect d, const InsertCase& c, std::vector<std::uint8_t
         backing[static_cast<std::size_t>(i)] = 0x5A;
       return;
     }
+    case PlantedDefect::kFp8ScaleMultiplied: {
+      const float scale = c.fp8_scale.load<float>(0);
+      for_live_rows(c, [&](std::int64_t t, std::int64_t slot) {
+        float x[kHeadDim];
+        oracle::kv_row_after_rope(c, t, x);
+        for (int i = 0; i < kHeadDim; ++i)
+          backing[static_cast<std::size_t>(oracle::token_data_offset(view, slot) + i)] =
+              oracle::e4m3_encode(x[i] * scale);
+      });
+      return;
+    }
     case PlantedDefect::kFlippedCodeBit: {
       std::int64_t live = 0;
       for_live_rows(c, [&](std::int64_t, std::int64_t slot) {
@@ -198,6 +209,7 @@ std::string_view planted_defect_name(PlantedDefect d) {
     case PlantedDefect::kPadNotWritten: return "pad-not-written";
     case PlantedDefect::kWriteAfterCache: return "write-after-cache";
     case PlantedDefect::kFlippedCodeBit: return "flipped-code-bit";
+    case PlantedDefect::kFp8ScaleMultiplied: return "fp8-scale-multiplied";
   }
   return "?";
 }
@@ -219,6 +231,7 @@ MismatchClass expected_class(PlantedDefect d) {
     case PlantedDefect::kPadNotWritten: return MismatchClass::kPadByte;
     case PlantedDefect::kWriteAfterCache: return MismatchClass::kUntouchedRegion;
     case PlantedDefect::kFlippedCodeBit: return MismatchClass::kUnexplained;
+    case PlantedDefect::kFp8ScaleMultiplied: return MismatchClass::kTensorScale;
   }
   return MismatchClass::kUnexplained;
 }
@@ -235,6 +248,7 @@ bool planted_defect_applies(PlantedDefect d, RecordFormat f) {
     case PlantedDefect::kInfBlockSglang: return is_packed(f);
     case PlantedDefect::kPadByteOne:
     case PlantedDefect::kPadNotWritten: return f == RecordFormat::kPacked584;
+    case PlantedDefect::kFp8ScaleMultiplied: return f == RecordFormat::kFp8_512;
     case PlantedDefect::kRopeNone:
     case PlantedDefect::kSlotPlusOne:
     case PlantedDefect::kDensePageStride:

@@ -7,7 +7,8 @@
 // the oracle on a copy of the case with its slots or page stride changed, or the oracle's bytes
 // rewritten afterwards from the row's own values (bf16 ties and RoPE patterns on the formats that
 // store the rotated dims as 16-bit values, an exponent raised by one at exact powers of two, a
-// write past the cache, a flipped code bit). Every backend declares the contract's profile.
+// write past the cache, a flipped code bit, fp8_512 codes of x * fp8_scale). Every backend
+// declares the contract's profile.
 //
 // planted_case() builds a small generated case (three padded pages, random rows and table, a -1
 // slot, fp8 scale 0.5 so that e4m3 ties occur) with the edge values the defect needs: NaN for
@@ -26,28 +27,30 @@
 namespace kvc::testkit {
 
 enum class PlantedDefect : std::uint8_t {
-  kE4m3TiesAway = 0,  // oracle mutant: e4m3 ties away from zero
-  kBf16TiesAway,      // RoPE dims at bf16 midpoints rounded away from zero (packed584, bf16_512)
-  kExponentPlusOne,   // blocks whose q is an exact power of two get E + 1, codes requantized
-  kAmaxFloorAfter,    // profile: the 1e-4 floor after dividing by 448
-  kClampOrderSglang,  // profile: NaN -> 0x7E
-  kInfBlockSglang,    // profile: inv = -Inf in a block holding +-Inf
-  kRopeNone,          // profile: no rotation
-  kRopeMulSub,        // RoPE products rounded separately (packed584, bf16_512)
-  kRopeNeox,          // NeoX pairing (packed584, bf16_512)
-  kSlotPlusOne,       // every row written to slot + 1
-  kDensePageStride,   // pages addressed at the dense page size
-  kPadByteOne,        // oracle mutant: pad byte 0x01
-  kPadNotWritten,     // profile: pad byte left as it was
-  kWriteAfterCache,   // 16 bytes written past the cache's last page
-  kFlippedCodeBit,    // bit 6 of one byte of every 7th live record flipped: nothing explains it
+  kE4m3TiesAway = 0,    // oracle mutant: e4m3 ties away from zero
+  kBf16TiesAway,        // RoPE dims at bf16 midpoints rounded away from zero (packed584, bf16_512)
+  kExponentPlusOne,     // blocks whose q is an exact power of two get E + 1, codes requantized
+  kAmaxFloorAfter,      // profile: the 1e-4 floor after dividing by 448
+  kClampOrderSglang,    // profile: NaN -> 0x7E
+  kInfBlockSglang,      // profile: inv = -Inf in a block holding +-Inf
+  kRopeNone,            // profile: no rotation
+  kRopeMulSub,          // RoPE products rounded separately (packed584, bf16_512)
+  kRopeNeox,            // NeoX pairing (packed584, bf16_512)
+  kSlotPlusOne,         // every row written to slot + 1
+  kDensePageStride,     // pages addressed at the dense page size
+  kPadByteOne,          // oracle mutant: pad byte 0x01
+  kPadNotWritten,       // profile: pad byte left as it was
+  kWriteAfterCache,     // 16 bytes written past the cache's last page
+  kFlippedCodeBit,      // bit 6 of one byte of every 7th live record flipped: nothing explains it
+  kFp8ScaleMultiplied,  // fp8_512: every dim multiplied by fp8_scale instead of by its reciprocal
 };
-inline constexpr std::array<PlantedDefect, 15> kAllPlantedDefects = {
-    PlantedDefect::kE4m3TiesAway,   PlantedDefect::kBf16TiesAway,     PlantedDefect::kExponentPlusOne,
-    PlantedDefect::kAmaxFloorAfter, PlantedDefect::kClampOrderSglang, PlantedDefect::kInfBlockSglang,
-    PlantedDefect::kRopeNone,       PlantedDefect::kRopeMulSub,       PlantedDefect::kRopeNeox,
-    PlantedDefect::kSlotPlusOne,    PlantedDefect::kDensePageStride,  PlantedDefect::kPadByteOne,
-    PlantedDefect::kPadNotWritten,  PlantedDefect::kWriteAfterCache,  PlantedDefect::kFlippedCodeBit};
+inline constexpr std::array<PlantedDefect, 16> kAllPlantedDefects = {
+    PlantedDefect::kE4m3TiesAway,      PlantedDefect::kBf16TiesAway,     PlantedDefect::kExponentPlusOne,
+    PlantedDefect::kAmaxFloorAfter,    PlantedDefect::kClampOrderSglang, PlantedDefect::kInfBlockSglang,
+    PlantedDefect::kRopeNone,          PlantedDefect::kRopeMulSub,       PlantedDefect::kRopeNeox,
+    PlantedDefect::kSlotPlusOne,       PlantedDefect::kDensePageStride,  PlantedDefect::kPadByteOne,
+    PlantedDefect::kPadNotWritten,     PlantedDefect::kWriteAfterCache,  PlantedDefect::kFlippedCodeBit,
+    PlantedDefect::kFp8ScaleMultiplied};
 
 // "e4m3-ties-away", ...: test names and reports.
 std::string_view planted_defect_name(PlantedDefect d);
