@@ -57,6 +57,12 @@ PRIMITIVE_TESTS = (
     "PadBytePolicy", "ExponentPolicy", "AmaxFloorPolicy", "StackedOracleWorkedExample", "StackedOracle",
     "StackedParamCache",
 )
+# The executables that hold the primitive suites: all a --quick run builds (with the oracle).
+PRIMITIVE_TARGETS = (
+    "fp8_e4m3_test", "bf16_test", "ue8m0_test", "rope_test", "rms_norm_test", "record_codec_test",
+    "q_out_codec_test", "kv_insert_edge_test", "kv_norm_test", "legacy_insert_test", "store_rotated_test",
+    "profile_test", "stacked_ctx_kv_oracle_test", "stacked_ctx_kv_eligibility_test",
+)
 # ctest names are GoogleTest's: [Prefix/]Suite.Test[/Param].
 PRIMITIVE_RE = "^([A-Za-z0-9_]+/)?(" + "|".join(PRIMITIVE_TESTS) + r")\."
 # The catalog's own tests (mutation.*) check the copy's sources, which a mutant changes on purpose:
@@ -342,10 +348,10 @@ def apply_patch(work, m):
     return path, original
 
 
-def kill_oracle(work, m, args, log, result):
+def kill_oracle(work, phases, args, log, result):
     build_dir = work / "build"
     elapsed = 0.0
-    for phase, selection in ORACLE_PHASES:
+    for phase, selection in phases:
         forget_ctest_costs(build_dir)
         remaining = None if args.timeout is None else max(1.0, args.timeout - elapsed)
         t0 = time.monotonic()
@@ -361,7 +367,7 @@ def kill_oracle(work, m, args, log, result):
                           seconds_to_kill=round(elapsed + (first_s if first_s is not None else time.monotonic() - t0), 1))
             return
         elapsed += time.monotonic() - t0
-    result.update(status="survived")
+    result.update(status="survived", kill_set_seconds=round(elapsed, 1))
 
 
 def kill_kernels(work, so, args, log, result):
@@ -409,7 +415,7 @@ def kill_kernels(work, so, args, log, result):
                           seconds_to_kill=round(elapsed + (first_s if first_s is not None else time.monotonic() - t0), 1))
             return
         elapsed += time.monotonic() - t0
-    result.update(status="survived")
+    result.update(status="survived", kill_set_seconds=round(elapsed, 1))
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,7 +444,7 @@ def kernel_library(build_dir):
     return found[0]
 
 
-def verify_killers(work, target, results, args, log):
+def verify_killers(work, target, targets, results, args, log):
     """A kill counts only if the killing check passes on the unmutated tree (else the check, not
     the mutant, failed). One run of every distinct killer."""
     killed = [r for r in results if r["status"] == "killed"]
@@ -447,7 +453,7 @@ def verify_killers(work, target, results, args, log):
     build_dir = work / "build"
     print("verifying the killers on the unmutated tree", flush=True)
     if target == "oracle":
-        ok, _ = build(work, args.jobs, [], log)
+        ok, _ = build(work, args.jobs, targets, log)
         if not ok:
             fail(f"the unmutated copy does not build (log: {log})")
         names = sorted({r["killed_by"].split(" (")[0] for r in killed if not r["killed_by"].startswith("(")})
@@ -518,6 +524,9 @@ def cmd_run(args):
         fail(f"no {target} mutant selected")
     if args.build_only and target != "kernels":
         fail("--build-only is for --target kernels")
+    if args.quick and target != "oracle":
+        fail("--quick is for --target oracle")
+    phases = ORACLE_PHASES[:1] if args.quick else ORACLE_PHASES
 
     work = ROOT / "build" / "mutation" / target
     logs = work / "logs"
@@ -530,7 +539,9 @@ def cmd_run(args):
         # measured by the tests, not by -Werror.
         cmake_args = ["-DCMAKE_BUILD_TYPE=Release", "-DKVC_CUDA=OFF", "-DKVC_ORACLE_SHARED=ON",
                       "-DCMAKE_LINK_DEPENDS_NO_SHARED=ON", "-DKVC_WERROR=OFF"]
-        base_targets, mutant_targets = [], []
+        # --quick: only the primitive suites' executables (CI's sample: minutes from a clean tree).
+        base_targets = ["kvc_oracle", *PRIMITIVE_TARGETS] if args.quick else []
+        mutant_targets = base_targets
     else:
         cmake_args = ["-DCMAKE_BUILD_TYPE=Release", "-DKVC_CUDA=ON", "-DKVC_WERROR=OFF"]
         base_targets = ["kvconform_kernels"] if args.build_only else []
@@ -538,18 +549,23 @@ def cmd_run(args):
     configure(work, cmake_args)
     base_log = logs / "_base.log"
     base_log.write_text("")
-    print(f"building the kill set once ({'kvconform_kernels' if base_targets else 'all targets'}), log {base_log.relative_to(ROOT)}",
-          flush=True)
+    print(f"building the kill set once ({' '.join(base_targets) if base_targets else 'all targets'}), "
+          f"log {base_log.relative_to(ROOT)}", flush=True)
     ok, secs = build(work, args.jobs, base_targets, base_log)
     if not ok:
         print(tail(base_log), file=sys.stderr)
         fail("the unmutated copy does not build")
     print(f"  built in {secs:.0f} s", flush=True)
-    if target == "oracle":
-        counts = [ctest_count(work / "build", sel) for _, sel in ORACLE_PHASES]
+    if target == "oracle" and args.quick:
+        n = ctest_count(work / "build", phases[0][1])
+        print(f"kill set (--quick): the {n} tests of phase {phases[0][0]}", flush=True)
+        if n == 0:
+            fail("the quick kill set is empty")
+    elif target == "oracle":
+        counts = [ctest_count(work / "build", sel) for _, sel in phases]
         total = ctest_count(work / "build", ALL_CPU_TESTS)
         print(f"kill set: {total} tests (ctest without the gpu label) in phases "
-              + ", ".join(f"{name} {n}" for (name, _), n in zip(ORACLE_PHASES, counts)), flush=True)
+              + ", ".join(f"{name} {n}" for (name, _), n in zip(phases, counts)), flush=True)
         if sum(counts) != total or 0 in counts:
             fail(f"the phases do not partition the kill set: {counts} vs {total}")
 
@@ -576,7 +592,7 @@ def cmd_run(args):
                 else:
                     kill_kernels(work, so, args, log, result)
             else:
-                kill_oracle(work, m, args, log, result)
+                kill_oracle(work, phases, args, log, result)
         finally:
             path.write_text(original, encoding="utf-8")
         s = result["seconds_to_kill"]
@@ -585,7 +601,7 @@ def cmd_run(args):
         results.append(result)
 
     if not args.build_only:
-        verify_killers(work, target, results, args, logs / "_verify.log")
+        verify_killers(work, target, mutant_targets, results, args, logs / "_verify.log")
     else:
         build(work, args.jobs, mutant_targets, logs / "_restore.log")  # leave the copy's build unmutated
     summ = summary(results, args.build_only)
@@ -598,7 +614,7 @@ def cmd_run(args):
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout
         report = {"target": target, "commit": head, "tree_dirty": bool(dirty.strip()),
                   "catalogs": [os.path.relpath(p, ROOT) for p in paths], "build_only": args.build_only,
-                  "kill_set": [{"phase": n, "ctest": sel} for n, sel in ORACLE_PHASES] if target == "oracle" else
+                  "kill_set": [{"phase": n, "ctest": sel} for n, sel in phases] if target == "oracle" else
                   {"runner_suites": args.suites, "max_tokens": args.max_tokens},
                   "mutants": results, "summary": summ}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -622,6 +638,8 @@ def main():
     r.add_argument("--jobs", type=int, default=2, help="build and ctest parallelism (default 2)")
     r.add_argument("--timeout", type=float, default=3600, help="seconds one mutant's checks may take (a hang)")
     r.add_argument("--no-verify", action="store_true", help="skip re-running the killers on the unmutated tree")
+    r.add_argument("--quick", action="store_true",
+                   help="oracle: kill set = the primitive suites only, building only their executables (CI's sample)")
     r.add_argument("--build-only", action="store_true", help="kernels: build every mutant library, run nothing")
     r.add_argument("--suites", default=KERNEL_SUITES, help=f"kernels: kvconform run suites (default {KERNEL_SUITES})")
     r.add_argument("--max-tokens", type=int, default=4096, help="kernels: kvconform run --max-tokens (default 4096)")
