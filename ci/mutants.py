@@ -230,7 +230,7 @@ def sync_tree(dst):
         if p.is_file() and rel not in wanted:
             p.unlink()
             removed += 1
-    print(f"tree copy {dst.relative_to(ROOT)}: {len(files)} files, {written} written, {removed} removed", flush=True)
+    print(f"tree copy {dst}: {len(files)} files, {written} written, {removed} removed", flush=True)
 
 
 def configure(work, cmake_args):
@@ -528,7 +528,8 @@ def cmd_run(args):
         fail("--quick is for --target oracle")
     phases = ORACLE_PHASES[:1] if args.quick else ORACLE_PHASES
 
-    work = ROOT / "build" / "mutation" / target
+    started = time.monotonic()
+    work = Path(args.work).resolve() if args.work else ROOT / "build" / "mutation" / target
     logs = work / "logs"
     (work / "src").mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -550,7 +551,7 @@ def cmd_run(args):
     base_log = logs / "_base.log"
     base_log.write_text("")
     print(f"building the kill set once ({' '.join(base_targets) if base_targets else 'all targets'}), "
-          f"log {base_log.relative_to(ROOT)}", flush=True)
+          f"log {base_log}", flush=True)
     ok, secs = build(work, args.jobs, base_targets, base_log)
     if not ok:
         print(tail(base_log), file=sys.stderr)
@@ -605,10 +606,12 @@ def cmd_run(args):
     else:
         build(work, args.jobs, mutant_targets, logs / "_restore.log")  # leave the copy's build unmutated
     summ = summary(results, args.build_only)
+    summ["wall_seconds"] = round(time.monotonic() - started, 1)
     print()
     print(markdown_table(results))
     print()
     print(summ["line"])
+    print(f"wall time {summ['wall_seconds']:.0f} s (copy, build, {len(results)} mutants, verification)")
     if args.json:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout
@@ -635,6 +638,7 @@ def main():
     r.add_argument("--only", help="comma-separated mutant names, in that order")
     r.add_argument("--sample", type=int, help="N mutants spread evenly over the catalog")
     r.add_argument("--json", help="write the results here")
+    r.add_argument("--work", help="the copy and its build (default build/mutation/<target>)")
     r.add_argument("--jobs", type=int, default=2, help="build and ctest parallelism (default 2)")
     r.add_argument("--timeout", type=float, default=3600, help="seconds one mutant's checks may take (a hang)")
     r.add_argument("--no-verify", action="store_true", help="skip re-running the killers on the unmutated tree")
