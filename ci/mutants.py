@@ -25,6 +25,7 @@ failed to build, or was killed only by a check that also fails on the unmutated 
 error, a usage error, or an environment the run cannot use (no GPU for a kernel run).
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -33,6 +34,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -233,6 +235,14 @@ def sync_tree(dst):
     print(f"tree copy {dst}: {len(files)} files, {written} written, {removed} removed", flush=True)
 
 
+def tree_digest(dst, cmake_args):
+    """What a mutant library is built from: every file of the copy and the configuration."""
+    h = hashlib.sha256(json.dumps(cmake_args).encode())
+    for f in tree_files():
+        h.update(f.encode() + b"\0" + (dst / f).read_bytes())
+    return h.hexdigest()
+
+
 def configure(work, cmake_args):
     build = work / "build"
     stamp = work / "configure-args.json"
@@ -277,14 +287,25 @@ def run_streamed(cmd, log, pattern, env=None, timeout=None, stop_on_match=False)
     of its own; the rest of its run would only cost device time)."""
     t0 = time.monotonic()
     first, first_s = None, None
+    timed_out = threading.Event()
+
+    def end_group(p):
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
     with open(log, "a", encoding="utf-8") as out:
         out.write("+ " + " ".join(cmd) + "\n")
         out.flush()
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                              start_new_session=True, text=True, errors="replace", bufsize=1)
-        timed_out = False
+        # A watchdog, not a check per line: a hung check prints nothing.
+        watchdog = None
+        if timeout is not None:
+            watchdog = threading.Timer(timeout, lambda: (timed_out.set(), end_group(p)))
+            watchdog.start()
         try:
-            deadline = None if timeout is None else t0 + timeout
             for line in p.stdout:
                 out.write(line)
                 if first is None:
@@ -293,19 +314,18 @@ def run_streamed(cmd, log, pattern, env=None, timeout=None, stop_on_match=False)
                         first, first_s = m, time.monotonic() - t0
                         out.flush()
                         if stop_on_match:
-                            os.killpg(p.pid, signal.SIGTERM)
+                            end_group(p)
                             break
-                if deadline is not None and time.monotonic() > deadline:
-                    timed_out = True
-                    os.killpg(p.pid, signal.SIGTERM)
-                    break
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             try:
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
-    return (None if timed_out else p.returncode), first, first_s
+            p.stdout.close()
+    return (None if timed_out.is_set() and first is None else p.returncode), first, first_s
 
 
 def ctest_failure_name(match):
@@ -370,6 +390,14 @@ def kill_oracle(work, phases, args, log, result):
     result.update(status="survived", kill_set_seconds=round(elapsed, 1))
 
 
+def run_runner(runner, so, suites, args, log, env):
+    """kvconform run against the library, ended at its first failed check."""
+    cmd = [str(runner), "run", "--kernels", str(so), "--suites", suites, "--max-tokens", str(args.max_tokens)]
+    if shutil.which("stdbuf"):
+        cmd = ["stdbuf", "-oL", "-eL"] + cmd  # progress lines as they come: the time to the failure
+    return run_streamed(cmd, log, RUNNER_FAILED_RE, env=env, timeout=args.timeout, stop_on_match=True)
+
+
 def kill_kernels(work, so, args, log, result):
     build_dir = work / "build"
     env = dict(os.environ, KVC_KERNELS=str(so))
@@ -377,14 +405,11 @@ def kill_kernels(work, so, args, log, result):
     elapsed = 0.0
     # 1. kvconform run at a bounded size: exit 1 is a kill; 4 and 5 compared nothing (or too
     # little) and are reported, never counted as a kill; 3 means no GPU here.
-    cmd = [str(runner), "run", "--kernels", str(so), "--suites", args.suites, "--max-tokens", str(args.max_tokens)]
-    if shutil.which("stdbuf"):
-        cmd = ["stdbuf", "-oL", "-eL"] + cmd
     t0 = time.monotonic()
-    rc, first, first_s = run_streamed(cmd, log, RUNNER_FAILED_RE, env=env, timeout=args.timeout, stop_on_match=True)
+    rc, first, first_s = run_runner(runner, so, args.suites, args, log, env)
     if first is not None:
         result.update(status="killed", killed_by=f"kvconform run: {first.group(1)} {first.group(2)}",
-                      killed_in="runner", seconds_to_kill=round(first_s, 1))
+                      killed_in=f"runner:{first.group(2).split()[0]}", seconds_to_kill=round(first_s, 1))
         return
     if rc is None:
         result.update(status="killed", killed_by=f"(hang: kvconform run past {args.timeout} s)", killed_in="runner",
@@ -472,16 +497,39 @@ def verify_killers(work, target, targets, results, args, log):
                 r["status"] = "unverified"
                 r["notes"].append("the killing test also fails on the unmutated tree")
         return
-    so = kernel_library(build_dir)
+    # Kernels: the unmutated library against the checks that killed: the runner's killing suites
+    # in one run (it must report no failed check), the killing ctest entries by name.
     ok, _ = build(work, args.jobs, [], log)
     if not ok:
         fail(f"the unmutated copy does not build (log: {log})")
-    probe = {"notes": []}
-    kill_kernels(work, so, args, log, probe)
-    if probe.get("status") != "survived":
-        for r in killed:
+    so = kernel_library(build_dir)
+    env = dict(os.environ, KVC_KERNELS=str(so))
+    bad_runner = None
+    suites = sorted({r["killed_in"].split(":", 1)[1] for r in killed if r.get("killed_in", "").startswith("runner:")})
+    exits = {r["killed_by"] for r in killed if r.get("killed_in") == "runner" and not r["killed_by"].startswith("(")}
+    if suites or exits:
+        rc, first, _ = run_runner(build_dir / "runner" / "kvconform", so, ",".join(suites) if suites else args.suites,
+                                  args, log, env)
+        if first is not None or rc in (1, 2, None):
+            bad_runner = f"kvconform run exit {rc}" + (f", {first.group(2)} failed" if first else "")
+    names = sorted({r["killed_by"].split(" (")[0] for r in killed
+                    if not r.get("killed_in", "").startswith("runner") and not r["killed_by"].startswith("(")})
+    bad = set()
+    if names:
+        regex = "^(" + "|".join(re.escape(n) for n in names) + ")$"
+        forget_ctest_costs(build_dir)
+        cmd = ["ctest", "--test-dir", str(build_dir), "-j", str(args.jobs), "-R", regex]
+        text = subprocess.run(cmd, capture_output=True, text=True, env=env).stdout
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(text)
+        bad = {m.group(1) for m in map(CTEST_FAILED_RE.search, text.splitlines()) if m}
+    for r in killed:
+        if r.get("killed_in", "").startswith("runner") and bad_runner:
             r["status"] = "unverified"
-            r["notes"].append(f"the unmutated library fails the gate too: {probe.get('killed_by')}")
+            r["notes"].append(f"the unmutated library fails the runner too: {bad_runner}")
+        elif r["killed_by"].split(" (")[0] in bad:
+            r["status"] = "unverified"
+            r["notes"].append("the killing test also fails with the unmutated library")
 
 
 def markdown_table(results):
@@ -548,6 +596,7 @@ def cmd_run(args):
         base_targets = ["kvconform_kernels"] if args.build_only else []
         mutant_targets = ["kvconform_kernels"]
     configure(work, cmake_args)
+    tree = tree_digest(work / "src", cmake_args) if target == "kernels" and not args.rebuild else None
     base_log = logs / "_base.log"
     base_log.write_text("")
     print(f"building the kill set once ({' '.join(base_targets) if base_targets else 'all targets'}), "
@@ -578,6 +627,22 @@ def cmd_run(args):
                   "killed_by": None, "seconds_to_kill": None, "build_seconds": None,
                   "expected_killer": m["expected_killer"], "notes": []}
         print(f"[{i}/{len(chosen)}] {m['name']} ({m['class']}, {m['file']})", flush=True)
+        so = work / f"{m['name']}.so"
+        stamp = hashlib.sha256((tree + json.dumps(m, sort_keys=True)).encode()).hexdigest() if tree else None
+        stamp_file = work / f"{m['name']}.so.stamp"
+        if stamp and so.is_file() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+            # The same patch on the same tree: the library of an earlier run (a --build-only call
+            # before the gate's calls) is this mutant's, and rebuilding it would cost device time.
+            result.update(build_seconds=0.0)
+            result["notes"].append(f"reused {so.name} (same tree, same patch)")
+            if args.build_only:
+                result["status"] = "built"
+            else:
+                kill_kernels(work, so, args, log, result)
+            print(f"    {result['status']}" + (f" by {result['killed_by']} after {result['seconds_to_kill']} s"
+                                                if result["killed_by"] else "") + " (library reused)", flush=True)
+            results.append(result)
+            continue
         path, original = apply_patch(work, m)
         try:
             ok, secs = build(work, args.jobs, mutant_targets, log)
@@ -586,8 +651,8 @@ def cmd_run(args):
                 result["status"] = "build_failed"
                 result["notes"].append(tail(log, 8).strip())
             elif target == "kernels":
-                so = work / f"{m['name']}.so"
                 shutil.copy2(kernel_library(work / "build"), so)
+                stamp_file.write_text(stamp)
                 if args.build_only:
                     result["status"] = "built"
                 else:
@@ -645,6 +710,8 @@ def main():
     r.add_argument("--quick", action="store_true",
                    help="oracle: kill set = the primitive suites only, building only their executables (CI's sample)")
     r.add_argument("--build-only", action="store_true", help="kernels: build every mutant library, run nothing")
+    r.add_argument("--rebuild", action="store_true",
+                   help="kernels: rebuild every mutant library even if one built from the same tree and patch exists")
     r.add_argument("--suites", default=KERNEL_SUITES, help=f"kernels: kvconform run suites (default {KERNEL_SUITES})")
     r.add_argument("--max-tokens", type=int, default=4096, help="kernels: kvconform run --max-tokens (default 4096)")
     args = parser.parse_args()

@@ -11,13 +11,15 @@ Catches: a check that accepts a missing or unknown field, a duplicate or non-sna
 class outside docs/mutation.md, an anchor that occurs zero or several times (overlapping ones
 included), find == replace, a file outside the target's directory or missing; a failure parser
 that misses a timeout, a signal, an abort or a test that did not run, or that reads "Passed" or
-"Skipped" as a failure; a sample that is not spread over the catalog; a score that counts a
+"Skipped" as a failure; a runner left running after its first failed check (device time), a
+silent hang that never times out; a sample that is not spread over the catalog; a score that counts a
 survivor as killed.
 """
 import json
 import os
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -121,6 +123,35 @@ class FailureParsers(unittest.TestCase):
         for line in ("  [  37/  84] kernel matrix packed584 Packed584_Tokens16384: passed (12.00 s)",
                      "  -- kernel matrix: check [37/84] ended its process"):
             self.assertIsNone(mutants.RUNNER_FAILED_RE.search(line), line)
+
+
+class Streaming(unittest.TestCase):
+    """The runner has no stop-on-failure of its own: the driver ends it at its first failed check."""
+
+    def run_with(self, script, **kw):
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.monotonic()
+            rc, first, seconds = mutants.run_streamed(["sh", "-c", script], Path(d) / "log", mutants.RUNNER_FAILED_RE,
+                                                      **kw)
+            return rc, first, seconds, time.monotonic() - t0
+
+    def test_stops_at_the_first_failed_check(self):
+        rc, first, seconds, wall = self.run_with(
+            "echo '  [ 1/ 9] kernel matrix packed584 A: passed (1.00 s)'; "
+            "echo '  [ 2/ 9] kernel matrix packed584 B: failed (1.00 s)'; sleep 60", stop_on_match=True)
+        self.assertEqual(first.group(2), "matrix packed584 B")
+        self.assertLess(seconds, 10)
+        self.assertLess(wall, 20, "the process group was not ended at the first failure")
+
+    def test_a_silent_hang_ends_at_the_timeout(self):
+        rc, first, _, wall = self.run_with("sleep 60", timeout=1)
+        self.assertIsNone(rc, "a hang must be reported as such (None)")
+        self.assertIsNone(first)
+        self.assertLess(wall, 20)
+
+    def test_exit_status_without_a_failure(self):
+        rc, first, _, _ = self.run_with("echo nothing failed; exit 5", timeout=30)
+        self.assertEqual((rc, first), (5, None))
 
 
 class SampleAndScore(unittest.TestCase):
