@@ -12,10 +12,12 @@ which the suite's planted defects alone cannot say.
       Validate the catalogs against the current tree (fields, unique names, classes from
       docs/mutation.md, `find` occurring exactly once). Registered as a ctest test: a source
       change that moves a mutant's anchor fails CI with the mutant's name.
-  mutants.py run --target oracle [--only a,b] [--sample N] [--json out.json] [--jobs N]
+  mutants.py run --target oracle [--only a,b] [--sample N] [--shard K/N] [--json out.json]
+                 [--jobs N] [--quick]
       CPU: copy of the tree in build/mutation/oracle/src, one CPU-only build (shared oracle),
-      per mutant the kill set of `ctest --preset default` in phases, fast checks first.
-  mutants.py run --target kernels [--build-only] [--suites ...] [--max-tokens N] ...
+      per mutant the kill set of `ctest --preset default` in phases, fast checks first; --quick
+      runs and builds only the primitive suites (CI's sample).
+  mutants.py run --target kernels [--build-only] [--rebuild] [--suites ...] [--max-tokens N] ...
       CUDA: per mutant the ABI library build/mutation/kernels/<name>.so; then (on a GPU machine)
       `kvconform run`, the GPU ctest suite, the compute-sanitizer entries, stopping at the first
       failure. --build-only stops after the build (proves every mutant applies and compiles).
@@ -433,7 +435,7 @@ def kill_kernels(work, so, args, log, result):
         forget_ctest_costs(build_dir)
         t0 = time.monotonic()
         rc, first, first_s = run_streamed(ctest_cmd(build_dir, args.jobs, selection), log, CTEST_FAILED_RE, env=env,
-                                          timeout=args.timeout)
+                                          timeout=None if args.timeout is None else max(1.0, args.timeout - elapsed))
         if first is not None or rc not in (0,):
             name = ctest_failure_name(first) if first else f"(ctest exit {rc} in {phase})"
             result.update(status="killed", killed_by=name, killed_in=phase,
@@ -447,7 +449,7 @@ def kill_kernels(work, so, args, log, result):
 # The run
 
 
-def select(entries, only, sample):
+def select(entries, only, sample, shard=None):
     if only:
         names = [n.strip() for n in only.split(",") if n.strip()]
         by_name = {m["name"]: m for m in entries}
@@ -459,7 +461,17 @@ def select(entries, only, sample):
         # Evenly spread over the catalog, the same every time.
         step = len(entries) / sample
         entries = [entries[int(i * step)] for i in range(sample)]
+    if shard is not None:
+        k, n = shard
+        entries = entries[k - 1::n]  # every n-th from the k-th: n calls cover the selection once
     return entries
+
+
+def parse_shard(text):
+    m = re.fullmatch(r"(\d+)/(\d+)", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        fail(f"--shard wants K/N with 1 <= K <= N, not {text!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def kernel_library(build_dir):
@@ -567,7 +579,7 @@ def cmd_run(args):
         for e in errors:
             print(f"ERROR {e}", file=sys.stderr)
         fail("the catalog has errors (ci/mutants.py check); no mutant was run")
-    chosen = select(entries[target], args.only, args.sample)
+    chosen = select(entries[target], args.only, args.sample, parse_shard(args.shard) if args.shard else None)
     if not chosen:
         fail(f"no {target} mutant selected")
     if args.build_only and target != "kernels":
@@ -620,6 +632,21 @@ def cmd_run(args):
             fail(f"the phases do not partition the kill set: {counts} vs {total}")
 
     results = []
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout
+
+    def write_report(summ):
+        # Written after every mutant too (summary "partial"): a run cut short by a time limit
+        # still leaves what it measured.
+        if not args.json:
+            return
+        report = {"target": target, "commit": head, "tree_dirty": bool(dirty.strip()),
+                  "catalogs": [os.path.relpath(p, ROOT) for p in paths], "build_only": args.build_only,
+                  "kill_set": [{"phase": n, "ctest": sel} for n, sel in phases] if target == "oracle" else
+                  {"runner_suites": args.suites, "max_tokens": args.max_tokens},
+                  "mutants": results, "summary": summ}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
     for i, m in enumerate(chosen, 1):
         log = logs / f"{m['name']}.log"
         log.write_text("")
@@ -642,6 +669,7 @@ def cmd_run(args):
             print(f"    {result['status']}" + (f" by {result['killed_by']} after {result['seconds_to_kill']} s"
                                                 if result["killed_by"] else "") + " (library reused)", flush=True)
             results.append(result)
+            write_report({"partial": True, "line": f"{len(results)} of {len(chosen)} mutants run"})
             continue
         path, original = apply_patch(work, m)
         try:
@@ -665,6 +693,7 @@ def cmd_run(args):
         print(f"    {result['status']}" + (f" by {result['killed_by']} after {s} s" if result["killed_by"] else "")
               + f" (build {result['build_seconds']} s)" + "".join(f"\n    note: {n}" for n in result["notes"]), flush=True)
         results.append(result)
+        write_report({"partial": True, "line": f"{len(results)} of {len(chosen)} mutants run (not yet verified)"})
 
     if not args.build_only:
         verify_killers(work, target, mutant_targets, results, args, logs / "_verify.log")
@@ -677,15 +706,7 @@ def cmd_run(args):
     print()
     print(summ["line"])
     print(f"wall time {summ['wall_seconds']:.0f} s (copy, build, {len(results)} mutants, verification)")
-    if args.json:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True).stdout
-        report = {"target": target, "commit": head, "tree_dirty": bool(dirty.strip()),
-                  "catalogs": [os.path.relpath(p, ROOT) for p in paths], "build_only": args.build_only,
-                  "kill_set": [{"phase": n, "ctest": sel} for n, sel in phases] if target == "oracle" else
-                  {"runner_suites": args.suites, "max_tokens": args.max_tokens},
-                  "mutants": results, "summary": summ}
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(summ)
     if args.build_only:
         return 0 if summ["build_failed"] == 0 else 1
     return 0 if all(r["status"] == "killed" for r in results) else 1
@@ -702,6 +723,7 @@ def main():
     r.add_argument("--catalog", action="append", type=Path, help="a catalog file (default: the target's)")
     r.add_argument("--only", help="comma-separated mutant names, in that order")
     r.add_argument("--sample", type=int, help="N mutants spread evenly over the catalog")
+    r.add_argument("--shard", help="K/N: every N-th selected mutant from the K-th (split a run into N calls)")
     r.add_argument("--json", help="write the results here")
     r.add_argument("--work", help="the copy and its build (default build/mutation/<target>)")
     r.add_argument("--jobs", type=int, default=2, help="build and ctest parallelism (default 2)")

@@ -12,7 +12,7 @@ class outside docs/mutation.md, an anchor that occurs zero or several times (ove
 included), find == replace, a file outside the target's directory or missing; a failure parser
 that misses a timeout, a signal, an abort or a test that did not run, or that reads "Passed" or
 "Skipped" as a failure; a runner left running after its first failed check (device time), a
-silent hang that never times out; a sample that is not spread over the catalog; a score that counts a
+silent hang that never times out; a sample that is not spread over the catalog, shards that miss or repeat a mutant; a score that counts a
 survivor as killed.
 """
 import json
@@ -23,6 +23,7 @@ import time
 import unittest
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no ci/__pycache__ in the source tree (the driver copies the tree)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ci"))
 import mutants  # noqa: E402
 
@@ -161,6 +162,12 @@ class SampleAndScore(unittest.TestCase):
         self.assertEqual([e["name"] for e in mutants.select(entries, "m7,m2", None)], ["m7", "m2"])
         with self.assertRaises(SystemExit):
             mutants.select(entries, "m99", None)
+        shards = [[e["name"] for e in mutants.select(entries, None, None, (k, 3))] for k in (1, 2, 3)]
+        self.assertEqual(shards[1], ["m1", "m4", "m7"])
+        self.assertEqual(sorted(sum(shards, [])), sorted(e["name"] for e in entries), "shards cover the run once")
+        for bad in ("0/3", "4/3", "x"):
+            with self.assertRaises(SystemExit):
+                mutants.parse_shard(bad)
 
     def test_score_counts_only_kills(self):
         results = [{"status": "killed", "seconds_to_kill": 2.0}, {"status": "killed", "seconds_to_kill": 6.0},
