@@ -3,6 +3,10 @@
 //
 // Packed formats: block k (64 dims for packed584, 32 for packed528) gets one crafted content.
 // RoPE uses cos = 1, sin = 0 so the crafted values reach quantization unchanged.
+//
+// EveryNegativeSlotWritesNothing (§3.1) catches a `slot == -1` test where the contract skips every
+// negative slot: with the cache 4096 bytes into its backing, such a row lands inside the backing
+// (before the cache, or in page 0) and shows as a changed canary, not as an out-of-bounds write.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -238,6 +242,24 @@ TEST(KvInsertEdgeValues, Fp8FullCacheRopeDimsAreNotBf16Rounded) {
     ASSERT_TRUE((c.op == InsertOp::kLegacy ? oracle::legacy_insert(c, out) : oracle::kv_only_insert(c, out)).ok());
     const std::vector<std::uint8_t> got = record_of_slot1(c, out);
     for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(got[d], expected[d]) << "dim " << d;
+  }
+}
+
+// Slots -2 and -3 (page 0, index -2 and -3 if taken as indices) and -1, in every format, in a
+// cache of 2 pages x 4 tokens that starts 4096 bytes into its backing: every byte keeps the canary.
+TEST(KvInsertEdgeValues, EveryNegativeSlotWritesNothing) {
+  for (RecordFormat f : kAllFormats) {
+    SCOPED_TRACE(std::string(layout_of(f).name));
+    testkit::KvInputs in;
+    in.kv.assign(3 * kHeadDim, 0x3F80);
+    in.slots = {-2, -3, -1};
+    in.positions = {0, 0, 0};
+    in.cos_sin.assign(kRopeDim, 0.0f);
+    for (int j = 0; j < kRopePairs; ++j) in.cos_sin[j] = 1.0f;
+    const InsertCase c = testkit::make_kv_only_case(testkit::CacheShape{f, 2, 4, 0, 0, 4096}, in);
+    InsertOutputs out = testkit::make_outputs(c);
+    ASSERT_TRUE(oracle::kv_only_insert(c, out).ok());
+    for (std::size_t i = 0; i < out.cache.size(); ++i) ASSERT_EQ(out.cache[i], testkit::kCanary) << "byte " << i;
   }
 }
 

@@ -5,6 +5,10 @@
 // block k holds (d % 8 + 1) * 2^(k-3), so the block's amax is 2^k, its exponent
 // ceil(log2(2^k / 448)) = k - 8 and its codes are (d % 8 + 1) * 32 = e4m3 0x60..0x78. RoPE uses
 // cos = 1, sin = 0, which leaves the values unchanged.
+//
+// OffsetsPastTwoGiBStaySixtyFourBit: the address functions far into a large cache, where a page
+// starts past 2^31 bytes, against offsets written out by hand. Catches: a page or row offset held
+// in 32 bits (it wraps there); no CPU case has a cache that large, so nothing else would.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -181,6 +185,39 @@ TEST(RecordLocate, ClassifiesEveryRegion) {
   EXPECT_EQ(oracle::locate(v, page1 + 576 * 4 + 8 * 2 + 7).field, oracle::Field::kScalePad);
   EXPECT_EQ(oracle::locate(v, page1 + 584 * 4).field, oracle::Field::kPagePadding);
   EXPECT_EQ(oracle::locate(v, kBase + kBlocks * (584 * kBlockSize + kPadding)).field, oracle::Field::kOutsideCache);
+}
+
+// Worked example 4's packed584 pages (bs = 64, P = 37440) at page 60000, which starts
+// 60000 * 37440 = 2 246 400 000 bytes in, past 2^31; and bf16_512 rows of 1056 bytes (a 32-byte
+// row gap) in pages of 16 * 1056 + 32 = 16928 bytes at page 130000 (2 200 640 000 bytes in). The
+// ops write through these functions; a cache this large exists only in the GPU suite
+// (large_cache_test), so the arithmetic is checked here without a backing.
+TEST(RecordLayout, OffsetsPastTwoGiBStaySixtyFourBit) {
+  oracle::PagedCacheView packed;
+  packed.format = RecordFormat::kPacked584;
+  packed.base_offset = 64;
+  packed.num_blocks = 60001;
+  packed.block_size = 64;
+  packed.page_stride_bytes = 37440;
+  const std::int64_t slot = 60000 * 64 + 5;                         // page 60000, token 5
+  EXPECT_EQ(oracle::token_data_offset(packed, slot), 2246402944);   // 64 + 2246400000 + 5 * 576
+  EXPECT_EQ(oracle::token_scale_offset(packed, slot), 2246436968);  // ... + 64 * 576 + 5 * 8
+  const oracle::ByteLocation pad = oracle::locate(packed, 2246436968 + 7);
+  EXPECT_EQ(pad.field, oracle::Field::kScalePad);
+  EXPECT_EQ(pad.slot, slot);
+
+  oracle::PagedCacheView full;
+  full.format = RecordFormat::kBf16_512;
+  full.base_offset = 64;
+  full.num_blocks = 130001;
+  full.block_size = 16;
+  full.page_stride_bytes = 16928;
+  full.token_stride_bytes = 1056;
+  const std::int64_t row = 130000 * 16 + 3;                     // page 130000, token 3
+  EXPECT_EQ(oracle::token_data_offset(full, row), 2200643232);  // 64 + 2200640000 + 3 * 1056
+  const oracle::ByteLocation gap = oracle::locate(full, 2200643232 + 1024);
+  EXPECT_EQ(gap.field, oracle::Field::kRowGap);
+  EXPECT_EQ(gap.slot, row);
 }
 
 }  // namespace

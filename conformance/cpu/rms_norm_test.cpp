@@ -1,4 +1,8 @@
 // rms_norm_test.cpp: lane-ordered RMSNorm and correctly rounded rsqrt, known answers.
+//
+// KvNormMultipliesByRThenByTheWeight catches kv_norm's two roundings taken in another order
+// (the weight applied to r before the element), which random rows and the golden fixtures let
+// through: the two orders differ in fp32 by an ulp, which rarely crosses a bf16 rounding point.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -120,6 +124,23 @@ TEST(RmsNorm, KvNormAppliesWeightThenRoundsToBf16) {
   EXPECT_EQ(row[1], round_through_bf16(r * 0.75f));
   EXPECT_EQ(row[0], round_through_bf16((4096.0f * r) * 0.75f));
   EXPECT_EQ(row[0], bf16_to_float(float_to_bf16(row[0]))) << "output is bf16-valued";
+}
+
+// kv_norm's roundings run left to right, fl(fl(e * r) * w) (docs/contract.md §2.4), and here the
+// order shows in the bf16 output. e = 3, w = 1.25 (bf16 0x3FA0), r = 0x3E891112 = 8982802 * 2^-25:
+//   contract: fl(3 r) = 26948406 * 2^-25 (exact: 25 bits, even); times 1.25 = 67371015 * 2^-26,
+//     which rounds (step 8) to 8421377 * 2^-23 = 1 + 2^-8 + 2^-23 (0x3F808001), just above the
+//     bf16 midpoint 1 + 2^-8: bf16 0x3F81;
+//   weight first, fl(e * fl(r * w)): fl(1.25 r) = 44914010 * 2^-27 is a tie (step 4), to even
+//     11228502 * 2^-25; times 3 = 33685506 * 2^-25, a tie again, to 8421376 * 2^-23 = 1 + 2^-8
+//     exactly (0x3F808000): the bf16 midpoint, which ties to even, 0x3F80.
+// The function is the one the fused insert, the standalone kv_norm and the approximate-rsqrt check
+// all call with their r.
+TEST(RmsNorm, KvNormMultipliesByRThenByTheWeight) {
+  std::vector<float> row(kHeadDim, 3.0f);
+  const std::vector<std::uint16_t> weight(kHeadDim, 0x3FA0);
+  kv_norm_row_with_inverse(row.data(), weight.data(), float_of(0x3E891112u));
+  for (int d = 0; d < kHeadDim; ++d) ASSERT_EQ(bits_of(row[d]), 0x3F810000u) << "dim " << d;
 }
 
 TEST(RmsNorm, ZeroRowWithTinyEpsStaysZero) {

@@ -10,7 +10,8 @@
 // - Independent witnesses: every stored projection element lies within the forward error bound of
 //   the fp64 (Eigen) value; worked examples of the fma chain's order (a reversed sum gives another
 //   bf16), the K-norm and the NeoX pairing (a 90-degree rotation swaps the halves with one sign).
-//   Catches a missing or doubled bias, a dropped or foreign term, a reordered sum, GPT-J pairing.
+//   Catches a missing or doubled bias, a dropped or foreign term, a reordered sum, GPT-J pairing,
+//   a rotation that reads the normed K before its rounding to D.
 // - Token independence: the case restricted to some tokens writes those tokens' bytes, which the
 //   GPU suite relies on to check large shapes at sampled tokens.
 #include <gtest/gtest.h>
@@ -198,16 +199,22 @@ TEST(StackedOracleWorkedExample, KNormThenNeoXPairsDimWithDimPlusHalf) {
 }
 
 TEST(StackedOracleWorkedExample, NormedKIsRoundedToDBeforeTheRotation) {
-  // fp16, one pair (hd = 2), K = (1, 1), weight (1, 1), eps 0: r = rsqrt(1) = 1, normed = (1, 1).
-  // With an angle whose cos and sin are not exact, the result must be the rotation of the stored
-  // (rounded) normed values: here they are exact, so first = fma(1, c, -fl(1 * s)).
-  const float w[] = {1, 1};
-  const float c = 0.8660254f, s = 0.5f;
-  std::uint16_t k[] = {0x3C00, 0x3C00};  // fp16 1, 1
-  const float row[] = {c, s};
-  oracle::k_norm_rope_head(k, 2, w, 0.0f, row, DType::kF16);
-  EXPECT_EQ(k[0], oracle::narrow16(std::fma(1.0f, c, -(1.0f * s)), DType::kF16));
-  EXPECT_EQ(k[1], oracle::narrow16(std::fma(1.0f, s, 1.0f * c), DType::kF16));
+  // bf16, one head of 4 dims, K = (3, 0, 4, 0), weight 1, eps 0: S = 25, r = rsqrt(25 / 4) = 0.4f
+  // (0x3ECCCCCD). Normed in fp32: fl(3 r) = 1.20000005 (0x3F99999A), 4 r = 1.60000002 (0x3FCCCCCD),
+  // stored in D as 1.203125 (0x3F9A) and 1.6015625 (0x3FCD). The table row is all ones (cos = sin
+  // = 1), so the pair (0, 2) becomes (a - b, a + b) of what the rotation reads:
+  //   the stored values: 1.203125 - 1.6015625 = -0.3984375 (exact, 0xBECC) and 2.8046875, a bf16
+  //   tie between 2.796875 (0x4033) and 2.8125 (0x4034), to even: 0x4034;
+  //   the fp32 values: -0.39999998 (bf16 0xBECD) and 2.8000001 (bf16 0x4033), another answer.
+  // The pair (1, 3) holds zeros: fma(0, 1, -fl(0 * 1)) = +0.
+  const float w[] = {1, 1, 1, 1};
+  const float ones[] = {1, 1, 1, 1};
+  std::uint16_t k[] = {0x4040, 0x0000, 0x4080, 0x0000};  // 3, 0, 4, 0
+  oracle::k_norm_rope_head(k, 4, w, 0.0f, ones, DType::kBF16);
+  EXPECT_EQ(k[0], 0xBECC);
+  EXPECT_EQ(k[1], 0x0000);
+  EXPECT_EQ(k[2], 0x4034);
+  EXPECT_EQ(k[3], 0x0000);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //
 // Catches: a rule not enforced or enforced with another code, a rejected call that writes, a
 // store op that encodes differently from the insert's KV side (rounding, scale, pad, RoPE dims),
-// a 2-D cache or int32 indices addressed differently, a skipped row that writes.
+// a 2-D cache or int32 indices addressed differently, a skipped row that writes, a `index == -1`
+// test where the contract skips every negative index (EveryNegativeIndexWritesNothing).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -183,6 +184,21 @@ TEST(StoreConventions, NegativeIndexWritesNothingAndOnlyAddressedRecordsChange) 
     EXPECT_TRUE(testkit::is_record_byte(cls))
         << n << " bytes changed outside the addressed records: " << testkit::name(cls);
   EXPECT_GT(d.mismatch_count, 0);
+}
+
+// docs/contract.md §3.1, §6.4: every negative index skips its row, not only -1. Indices -2..-7 in
+// a cache 4096 bytes into its backing: taken as indices (page 0, token -2..-7) they would land
+// inside the backing, before the cache or in page 0, where a changed canary shows them.
+TEST(StoreConventions, EveryNegativeIndexWritesNothing) {
+  for (RecordFormat f : {RecordFormat::kPacked584, RecordFormat::kPacked528}) {
+    SCOPED_TRACE(std::string(layout_of(f).name));
+    StoreCase c = testkit::small_valid_store_case(f, StorePages::kPagedView, 7, DType::kI64, 4096);
+    for (std::int64_t t = 0; t < c.num_rows(); ++t) c.indices.store<std::int64_t>(t, -2 - t);
+    const std::vector<std::uint8_t> canary = testkit::make_store_backing(c);
+    std::vector<std::uint8_t> out = canary;
+    ASSERT_TRUE(oracle::store_rotated(c, out).ok());
+    EXPECT_EQ(out, canary) << "a row with a negative index wrote";
+  }
 }
 
 TEST(StoreConventions, RepeatedIndexAtTheContractLevelKeepsTheLastRow) {
