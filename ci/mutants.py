@@ -370,18 +370,18 @@ def apply_patch(work, m):
     return path, original
 
 
-def kill_oracle(work, phases, args, log, result):
-    build_dir = work / "build"
-    elapsed = 0.0
+def kill_by_ctest_phases(build_dir, phases, args, log, result, elapsed=0.0, env=None):
+    """Runs the ctest phases in order, each stopping at its first failure; the first failure (or a
+    hang past --timeout) kills the mutant. `elapsed`: seconds the mutant's checks already took."""
     for phase, selection in phases:
         forget_ctest_costs(build_dir)
         remaining = None if args.timeout is None else max(1.0, args.timeout - elapsed)
         t0 = time.monotonic()
-        rc, first, first_s = run_streamed(ctest_cmd(build_dir, args.jobs, selection), log, CTEST_FAILED_RE,
+        rc, first, first_s = run_streamed(ctest_cmd(build_dir, args.jobs, selection), log, CTEST_FAILED_RE, env=env,
                                           timeout=remaining)
         if rc is None:
             result.update(status="killed", killed_by=f"(hang: the kill set ran past {args.timeout} s in phase {phase})",
-                          seconds_to_kill=round(elapsed + (time.monotonic() - t0), 1))
+                          killed_in=phase, seconds_to_kill=round(elapsed + (time.monotonic() - t0), 1))
             return
         if first is not None or rc != 0:
             what = ctest_failure_name(first) if first else f"(ctest exit {rc} in phase {phase}, no failed test named)"
@@ -390,6 +390,10 @@ def kill_oracle(work, phases, args, log, result):
             return
         elapsed += time.monotonic() - t0
     result.update(status="survived", kill_set_seconds=round(elapsed, 1))
+
+
+def kill_oracle(work, phases, args, log, result):
+    kill_by_ctest_phases(work / "build", phases, args, log, result)
 
 
 def run_runner(runner, so, suites, args, log, env):
@@ -431,18 +435,8 @@ def kill_kernels(work, so, args, log, result):
         result["notes"].append(f"kvconform run exit {rc}")
     elapsed += time.monotonic() - t0
     # 2. the GPU ctest suite, then 3. the compute-sanitizer entries.
-    for phase, selection in (("gpu ctest", ["-L", "gpu", "-LE", "sanitizer"]), ("sanitizer", ["-L", "sanitizer"])):
-        forget_ctest_costs(build_dir)
-        t0 = time.monotonic()
-        rc, first, first_s = run_streamed(ctest_cmd(build_dir, args.jobs, selection), log, CTEST_FAILED_RE, env=env,
-                                          timeout=None if args.timeout is None else max(1.0, args.timeout - elapsed))
-        if first is not None or rc not in (0,):
-            name = ctest_failure_name(first) if first else f"(ctest exit {rc} in {phase})"
-            result.update(status="killed", killed_by=name, killed_in=phase,
-                          seconds_to_kill=round(elapsed + (first_s if first_s is not None else time.monotonic() - t0), 1))
-            return
-        elapsed += time.monotonic() - t0
-    result.update(status="survived", kill_set_seconds=round(elapsed, 1))
+    kill_by_ctest_phases(build_dir, (("gpu ctest", ["-L", "gpu", "-LE", "sanitizer"]), ("sanitizer", ["-L", "sanitizer"])),
+                         args, log, result, elapsed=elapsed, env=env)
 
 
 # --------------------------------------------------------------------------------------------
