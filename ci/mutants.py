@@ -83,6 +83,8 @@ ALL_CPU_TESTS = ["-LE", "gpu", "-E", SELF_TESTS_RE]
 # The kernel gate, fast first: the runner's suites at a bounded size, then the GPU ctest suite,
 # then the compute-sanitizer entries.
 KERNEL_SUITES = "matrix,dspark,golden,invalid,kv_norm,fused_kv_norm,store,stacked"
+KERNEL_CTEST_PHASES = (("gpu", ["-L", "gpu", "-LE", "sanitizer"]), ("sanitizer", ["-L", "sanitizer"]))
+KERNEL_PHASES = ("runner",) + tuple(name for name, _ in KERNEL_CTEST_PHASES)
 RUNNER_FAILED_RE = re.compile(r"^\s*\[\s*\d+/\s*\d+\]\s+(kernel|oracle)\s+(.*):\s+failed\b")
 # A ctest result line: "3/7 Test #3: Name ....***Exception: SegFault  0.11 sec". Anything but
 # Passed and Skipped is a failure: Failed, Timeout, Exception: <signal>, Subprocess aborted, Not Run.
@@ -237,11 +239,19 @@ def sync_tree(dst):
     print(f"tree copy {dst}: {len(files)} files, {written} written, {removed} removed", flush=True)
 
 
+# What the kernel library is compiled from: kernels/ builds on contract/ alone (docs/architecture:
+# kernels never include the oracle or anything above them), configured by the top-level CMake
+# files. A change elsewhere (a test, a doc, this script) leaves every mutant library valid, so
+# libraries built on one machine (--build-only) are reused on another with the same inputs.
+LIBRARY_INPUTS = ("CMakeLists.txt", "cmake/", "contract/", "kernels/")
+
+
 def tree_digest(dst, cmake_args):
-    """What a mutant library is built from: every file of the copy and the configuration."""
+    """What a mutant library is built from: the copy's LIBRARY_INPUTS and the configuration."""
     h = hashlib.sha256(json.dumps(cmake_args).encode())
     for f in tree_files():
-        h.update(f.encode() + b"\0" + (dst / f).read_bytes())
+        if f == LIBRARY_INPUTS[0] or f.startswith(LIBRARY_INPUTS[1:]):
+            h.update(f.encode() + b"\0" + (dst / f).read_bytes())
     return h.hexdigest()
 
 
@@ -412,7 +422,10 @@ def kill_kernels(work, so, args, log, result):
     # 1. kvconform run at a bounded size: exit 1 is a kill; 4 and 5 compared nothing (or too
     # little) and are reported, never counted as a kill; 3 means no GPU here.
     t0 = time.monotonic()
-    rc, first, first_s = run_runner(runner, so, args.suites, args, log, env)
+    if "runner" not in args.kill_phases:
+        rc, first, first_s = 0, None, None
+    else:
+        rc, first, first_s = run_runner(runner, so, args.suites, args, log, env)
     if first is not None:
         result.update(status="killed", killed_by=f"kvconform run: {first.group(1)} {first.group(2)}",
                       killed_in=f"runner:{first.group(2).split()[0]}", seconds_to_kill=round(first_s, 1))
@@ -435,8 +448,10 @@ def kill_kernels(work, so, args, log, result):
         result["notes"].append(f"kvconform run exit {rc}")
     elapsed += time.monotonic() - t0
     # 2. the GPU ctest suite, then 3. the compute-sanitizer entries.
-    kill_by_ctest_phases(build_dir, (("gpu ctest", ["-L", "gpu", "-LE", "sanitizer"]), ("sanitizer", ["-L", "sanitizer"])),
-                         args, log, result, elapsed=elapsed, env=env)
+    phases = [p for p in KERNEL_CTEST_PHASES if p[0] in args.kill_phases]
+    kill_by_ctest_phases(build_dir, phases, args, log, result, elapsed=elapsed, env=env)
+    if result["status"] == "survived" and set(args.kill_phases) != set(KERNEL_PHASES):
+        result["notes"].append(f"survived the phases run ({', '.join(args.kill_phases)}), not the whole gate")
 
 
 # --------------------------------------------------------------------------------------------
@@ -504,8 +519,9 @@ def verify_killers(work, target, targets, results, args, log):
                 r["notes"].append("the killing test also fails on the unmutated tree")
         return
     # Kernels: the unmutated library against the checks that killed: the runner's killing suites
-    # in one run (it must report no failed check), the killing ctest entries by name.
-    ok, _ = build(work, args.jobs, [], log)
+    # in one run (it must report no failed check), the killing ctest entries by name. `targets`:
+    # what the phases run needs (the kill set's build).
+    ok, _ = build(work, args.jobs, targets, log)
     if not ok:
         fail(f"the unmutated copy does not build (log: {log})")
     so = kernel_library(build_dir)
@@ -599,7 +615,9 @@ def cmd_run(args):
         mutant_targets = base_targets
     else:
         cmake_args = ["-DCMAKE_BUILD_TYPE=Release", "-DKVC_CUDA=ON", "-DKVC_WERROR=OFF"]
-        base_targets = ["kvconform_kernels"] if args.build_only else []
+        # The runner phase alone needs only the runner; the ctest phases need every test.
+        base_targets = (["kvconform_kernels"] if args.build_only else
+                        ["kvconform_kernels", "kvconform"] if args.kill_phases == ["runner"] else [])
         mutant_targets = ["kvconform_kernels"]
     configure(work, cmake_args)
     tree = tree_digest(work / "src", cmake_args) if target == "kernels" and not args.rebuild else None
@@ -637,7 +655,7 @@ def cmd_run(args):
         report = {"target": target, "commit": head, "tree_dirty": bool(dirty.strip()),
                   "catalogs": [os.path.relpath(p, ROOT) for p in paths], "build_only": args.build_only,
                   "kill_set": [{"phase": n, "ctest": sel} for n, sel in phases] if target == "oracle" else
-                  {"runner_suites": args.suites, "max_tokens": args.max_tokens},
+                  {"runner_suites": args.suites, "max_tokens": args.max_tokens, "phases": args.kill_phases},
                   "mutants": results, "summary": summ}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
@@ -690,7 +708,8 @@ def cmd_run(args):
         write_report({"partial": True, "line": f"{len(results)} of {len(chosen)} mutants run (not yet verified)"})
 
     if not args.build_only:
-        verify_killers(work, target, mutant_targets, results, args, logs / "_verify.log")
+        verify_killers(work, target, base_targets if target == "kernels" else mutant_targets, results, args,
+                       logs / "_verify.log")
     else:
         build(work, args.jobs, mutant_targets, logs / "_restore.log")  # leave the copy's build unmutated
     summ = summary(results, args.build_only)
@@ -730,7 +749,14 @@ def main():
                    help="kernels: rebuild every mutant library even if one built from the same tree and patch exists")
     r.add_argument("--suites", default=KERNEL_SUITES, help=f"kernels: kvconform run suites (default {KERNEL_SUITES})")
     r.add_argument("--max-tokens", type=int, default=4096, help="kernels: kvconform run --max-tokens (default 4096)")
+    r.add_argument("--kill-phases", default=",".join(KERNEL_PHASES),
+                   help="kernels: the gate's phases to run, a subset of " + ",".join(KERNEL_PHASES)
+                   + " (default all; a survivor of fewer phases is marked so). Splits a device run: the quick "
+                   "runner phase for the whole catalog, then the ctest phases for its survivors (--only)")
     args = parser.parse_args()
+    args.kill_phases = [p.strip() for p in args.kill_phases.split(",") if p.strip()]
+    if not args.kill_phases or any(p not in KERNEL_PHASES for p in args.kill_phases):
+        fail(f"--kill-phases wants a subset of {','.join(KERNEL_PHASES)}")
     if args.command == "check":
         return cmd_check(args)
     if args.sample is not None and args.sample < 1:

@@ -185,6 +185,31 @@ class SampleAndScore(unittest.TestCase):
         self.assertEqual(len(classes), len(set(classes)), "a class listed twice")
 
 
+class LibraryStamp(unittest.TestCase):
+    """A mutant library is reused only when what it is compiled from is unchanged: a digest that
+    ignored kernels/ would carry a stale library across a kernel change; one that covered the
+    whole tree would rebuild every library after a doc edit."""
+
+    def test_digest_covers_the_library_inputs_only(self):
+        inputs = [f for f in mutants.tree_files()
+                  if f == mutants.LIBRARY_INPUTS[0] or f.startswith(mutants.LIBRARY_INPUTS[1:])]
+        self.assertTrue(any(f.startswith("kernels/") for f in inputs) and any(f.startswith("contract/") for f in inputs))
+        with tempfile.TemporaryDirectory() as tmp:
+            dst = Path(tmp)
+            for f in inputs:
+                (dst / f).parent.mkdir(parents=True, exist_ok=True)
+                (dst / f).write_bytes((mutants.ROOT / f).read_bytes())
+            base = mutants.tree_digest(dst, ["-DX=1"])
+            self.assertNotEqual(base, mutants.tree_digest(dst, ["-DX=2"]), "the configuration is an input")
+            kernel = next(f for f in inputs if f.startswith("kernels/src/"))
+            (dst / kernel).write_bytes((dst / kernel).read_bytes() + b"\n")
+            self.assertNotEqual(base, mutants.tree_digest(dst, ["-DX=1"]), f"{kernel} is an input")
+            (dst / kernel).write_bytes((mutants.ROOT / kernel).read_bytes())
+            self.assertEqual(base, mutants.tree_digest(dst, ["-DX=1"]))
+            # A doc or a test is not read at all: the copy need not even hold it.
+            self.assertFalse((dst / "README.md").exists())
+
+
 if __name__ == "__main__":
     os.chdir(mutants.ROOT)
     unittest.main(verbosity=1)
