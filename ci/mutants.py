@@ -85,6 +85,11 @@ ALL_CPU_TESTS = ["-LE", "gpu", "-E", SELF_TESTS_RE]
 KERNEL_SUITES = "matrix,dspark,golden,invalid,kv_norm,fused_kv_norm,store,stacked"
 KERNEL_CTEST_PHASES = (("gpu", ["-L", "gpu", "-LE", "sanitizer"]), ("sanitizer", ["-L", "sanitizer"]))
 KERNEL_PHASES = ("runner",) + tuple(name for name, _ in KERNEL_CTEST_PHASES)
+# Not part of the gate, so not in the default: the ctest entries the catalog names as the mutant's
+# expected killer, run after the runner and before the whole GPU suite. It tells a survivor of the
+# runner that its expected check kills it without the whole suite's minutes; a kill there is
+# reported as such (killed_in "expected"), and its seconds count the runner phase before it.
+OPTIONAL_KERNEL_PHASES = ("expected",)
 RUNNER_FAILED_RE = re.compile(r"^\s*\[\s*\d+/\s*\d+\]\s+(kernel|oracle)\s+(.*):\s+failed\b")
 # A ctest result line: "3/7 Test #3: Name ....***Exception: SegFault  0.11 sec". Anything but
 # Passed and Skipped is a failure: Failed, Timeout, Exception: <signal>, Subprocess aborted, Not Run.
@@ -414,7 +419,7 @@ def run_runner(runner, so, suites, args, log, env):
     return run_streamed(cmd, log, RUNNER_FAILED_RE, env=env, timeout=args.timeout, stop_on_match=True)
 
 
-def kill_kernels(work, so, args, log, result):
+def kill_kernels(work, so, args, log, result, m):
     build_dir = work / "build"
     env = dict(os.environ, KVC_KERNELS=str(so))
     runner = build_dir / "runner" / "kvconform"
@@ -447,10 +452,12 @@ def kill_kernels(work, so, args, log, result):
     elif rc != 0:
         result["notes"].append(f"kvconform run exit {rc}")
     elapsed += time.monotonic() - t0
-    # 2. the GPU ctest suite, then 3. the compute-sanitizer entries.
-    phases = [p for p in KERNEL_CTEST_PHASES if p[0] in args.kill_phases]
+    # 2. (only when asked) the catalog's expected killer alone, 3. the GPU ctest suite, 4. the
+    # compute-sanitizer entries.
+    phases = [("expected", ["-R", m["expected_killer"]])] if "expected" in args.kill_phases else []
+    phases += [p for p in KERNEL_CTEST_PHASES if p[0] in args.kill_phases]
     kill_by_ctest_phases(build_dir, phases, args, log, result, elapsed=elapsed, env=env)
-    if result["status"] == "survived" and set(args.kill_phases) != set(KERNEL_PHASES):
+    if result["status"] == "survived" and not set(KERNEL_PHASES) <= set(args.kill_phases):
         result["notes"].append(f"survived the phases run ({', '.join(args.kill_phases)}), not the whole gate")
 
 
@@ -677,7 +684,7 @@ def cmd_run(args):
             if args.build_only:
                 result["status"] = "built"
             else:
-                kill_kernels(work, so, args, log, result)
+                kill_kernels(work, so, args, log, result, m)
             print(f"    {result['status']}" + (f" by {result['killed_by']} after {result['seconds_to_kill']} s"
                                                 if result["killed_by"] else "") + " (library reused)", flush=True)
             results.append(result)
@@ -696,7 +703,7 @@ def cmd_run(args):
                 if args.build_only:
                     result["status"] = "built"
                 else:
-                    kill_kernels(work, so, args, log, result)
+                    kill_kernels(work, so, args, log, result, m)
             else:
                 kill_oracle(work, phases, args, log, result)
         finally:
@@ -750,13 +757,13 @@ def main():
     r.add_argument("--suites", default=KERNEL_SUITES, help=f"kernels: kvconform run suites (default {KERNEL_SUITES})")
     r.add_argument("--max-tokens", type=int, default=4096, help="kernels: kvconform run --max-tokens (default 4096)")
     r.add_argument("--kill-phases", default=",".join(KERNEL_PHASES),
-                   help="kernels: the gate's phases to run, a subset of " + ",".join(KERNEL_PHASES)
+                   help="kernels: the phases to run, a subset of " + ",".join(KERNEL_PHASES + OPTIONAL_KERNEL_PHASES)
                    + " (default all; a survivor of fewer phases is marked so). Splits a device run: the quick "
                    "runner phase for the whole catalog, then the ctest phases for its survivors (--only)")
     args = parser.parse_args()
     args.kill_phases = [p.strip() for p in args.kill_phases.split(",") if p.strip()]
-    if not args.kill_phases or any(p not in KERNEL_PHASES for p in args.kill_phases):
-        fail(f"--kill-phases wants a subset of {','.join(KERNEL_PHASES)}")
+    if not args.kill_phases or any(p not in KERNEL_PHASES + OPTIONAL_KERNEL_PHASES for p in args.kill_phases):
+        fail(f"--kill-phases wants a subset of {','.join(KERNEL_PHASES + OPTIONAL_KERNEL_PHASES)}")
     if args.command == "check":
         return cmd_check(args)
     if args.sample is not None and args.sample < 1:
