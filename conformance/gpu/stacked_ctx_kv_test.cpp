@@ -212,6 +212,7 @@ TEST_P(StackedAbiValidation, RejectedWithItsCodeAndNothingWritten) {
   GetParam().apply(c, out);
   StackedDeviceOptions o;
   o.host_validation = false;
+  o.path = GetParam().path;
   const Status s = device().run(c, out, o);  // damage (a write by a rejected call) throws
   EXPECT_EQ(s.code, GetParam().code) << s.ToString();
 }
