@@ -59,9 +59,9 @@ FusedEligibility stacked_fused_eligibility(const StackedCtxKvCase& c, const Rota
     if (c.storage_dtype() != DType::kBF16)
       return ineligible(FusedIneligibility::kPoolsNotBf16, i, "float16 K and V pools (x is float16)");
     if (l.has_bias())
-      return ineligible(FusedIneligibility::kBias, i,
-                        "a QKV bias of " + std::to_string(l.qkv_bias.meta.rank() == 1 ? l.qkv_bias.meta.size(0) : 0) +
-                            " entries");
+      return ineligible(
+          FusedIneligibility::kBias, i,
+          "a QKV bias of " + std::to_string(l.qkv_bias.meta.rank() == 1 ? l.qkv_bias.meta.size(0) : 0) + " entries");
     if (i == 0) continue;
     if (l.head_dim != first.head_dim)
       return ineligible(FusedIneligibility::kHeadDimDiffers, i,

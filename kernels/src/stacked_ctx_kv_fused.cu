@@ -25,9 +25,8 @@ namespace kvc::kernels::detail {
 namespace {
 
 constexpr int kFusedThreads = 128;
-constexpr int kFusedWarps = kFusedThreads / kWarpLanes;
-constexpr int kXChunk = 256;                                      // x columns staged per step
-constexpr int kRowsPerThread = 2 * 512 / kFusedThreads;           // 2 * kMaxStackedHeadDim rows
+constexpr int kXChunk = 256;                             // x columns staged per step
+constexpr int kRowsPerThread = 2 * 512 / kFusedThreads;  // 2 * kMaxStackedHeadDim rows
 static_assert(2 * kMaxStackedHeadDim == kRowsPerThread * kFusedThreads, "rows per thread");
 
 struct FusedLayer {
@@ -56,7 +55,7 @@ struct FusedArgs {
   std::int64_t heads_per_token;
   const float* cos_sin;  // layer 0's: the eligible models share one table
   std::int64_t max_pos;
-  float eps;  // layer 0's: the eligible models share one eps
+  float eps;                  // layer 0's: the eligible models share one eps
   std::uint16_t* projection;  // null: not stored
   std::int64_t ld;
   int num_layers;
@@ -87,7 +86,8 @@ __global__ void __launch_bounds__(kFusedThreads) stacked_fused_kernel(FusedArgs 
     const int rows = 2 * hd;
     // Row j < hd is K row head * hd + j; row j >= hd is V row kv_size + head * hd + (j - hd).
     const auto weight_row = [&](int j) -> std::int64_t {
-      return j < hd ? static_cast<std::int64_t>(head) * hd + j : kv_size + static_cast<std::int64_t>(head) * hd + (j - hd);
+      return j < hd ? static_cast<std::int64_t>(head) * hd + j
+                    : kv_size + static_cast<std::int64_t>(head) * hd + (j - hd);
     };
     float acc[kRowsPerThread];
 #pragma unroll

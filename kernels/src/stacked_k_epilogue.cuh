@@ -39,8 +39,7 @@ __device__ __forceinline__ bool stacked_committed(const std::int64_t* commit_len
 // head's stored K widened (hd floats, read only); `k_dst`: where the rotated K goes.
 __device__ __forceinline__ void stacked_k_norm_rope_warp(const float* e, int hd, int lane,
                                                          const std::uint16_t* k_norm_weight, bool weight_fp16,
-                                                         float eps, const float* cs, bool fp16,
-                                                         std::uint16_t* k_dst) {
+                                                         float eps, const float* cs, bool fp16, std::uint16_t* k_dst) {
   float r = 0.0f;
   if (lane == 0) {
     float sum = 0.0f;
@@ -55,8 +54,7 @@ __device__ __forceinline__ void stacked_k_norm_rope_warp(const float* e, int hd,
     float first = stacked_widen(
         stacked_narrow(__fmul_rn(__fmul_rn(e[d], r), stacked_widen(k_norm_weight[d], weight_fp16)), fp16), fp16);
     float second = stacked_widen(
-        stacked_narrow(__fmul_rn(__fmul_rn(e[d + half], r), stacked_widen(k_norm_weight[d + half], weight_fp16)),
-                       fp16),
+        stacked_narrow(__fmul_rn(__fmul_rn(e[d + half], r), stacked_widen(k_norm_weight[d + half], weight_fp16)), fp16),
         fp16);
     rope_pair(first, second, cs[d], cs[half + d]);
     k_dst[d] = stacked_narrow(first, fp16);

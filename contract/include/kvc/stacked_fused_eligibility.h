@@ -26,14 +26,14 @@ namespace kvc {
 
 enum class FusedIneligibility : std::uint8_t {
   kNone = 0,
-  kQuantizedLayer = 1,       // layer i's QKV weight is quantized (not a bf16 tensor)
-  kWeightNotBf16 = 2,        // layer i's weights are float16
-  kPoolsNotBf16 = 3,         // x and the pools (layer i's) are float16
-  kBias = 4,                 // layer i has a QKV bias
-  kHeadDimDiffers = 5,       // layer i's head_dim != layer 0's
-  kKvSizeDiffers = 6,        // layer i's kv size (kv heads * head_dim) != layer 0's
-  kRotaryTableDiffers = 7,   // layer i's rotary table != layer 0's (shape or any byte)
-  kEpsDiffers = 8,           // layer i's eps != layer 0's (exact float compare)
+  kQuantizedLayer = 1,      // layer i's QKV weight is quantized (not a bf16 tensor)
+  kWeightNotBf16 = 2,       // layer i's weights are float16
+  kPoolsNotBf16 = 3,        // x and the pools (layer i's) are float16
+  kBias = 4,                // layer i has a QKV bias
+  kHeadDimDiffers = 5,      // layer i's head_dim != layer 0's
+  kKvSizeDiffers = 6,       // layer i's kv size (kv heads * head_dim) != layer 0's
+  kRotaryTableDiffers = 7,  // layer i's rotary table != layer 0's (shape or any byte)
+  kEpsDiffers = 8,          // layer i's eps != layer 0's (exact float compare)
 };
 
 const char* fused_ineligibility_name(FusedIneligibility r);  // "bias", "weights not bf16", ...
