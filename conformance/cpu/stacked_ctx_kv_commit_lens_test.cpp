@@ -8,7 +8,7 @@
 //   uncommitted -7 is no E159. Catches commit lengths ignored (slot -7 read: E159, or slot 1
 //   written), the prefix taken as s <= commit_len, rows read column-major, the committed token of
 //   the wrong row.
-// - Commit lengths of 0 write nothing; an uncommitted entry past the pools or repeating a
+// - Commit lengths of 0 write nothing on any path; an uncommitted entry past the pools or repeating a
 //   committed slot is accepted at the strict level (it is never read). Catches range and duplicate
 //   rules applied to entries that are not read.
 // - A case file keeps commit_lens (and a file without it reads as one without commit lengths).
@@ -94,11 +94,16 @@ TEST(StackedCommitLens, UnderTheReservedSlot0PolicyTheUncommittedNegativeEntryIs
   EXPECT_EQ(s.code, ErrorCode::kStackedNegativeCacheLoc) << s.ToString();
 }
 
-TEST(StackedCommitLens, ZeroLengthsWriteNothing) {
+TEST(StackedCommitLens, ZeroLengthsWriteNothingOnEveryPath) {
   const StackedCtxKvCase c = hand_case({4, 1, 5, 0, 2, 3}, {0, 0});
-  Status s;
-  EXPECT_TRUE(written_slots(c, {}, 0, &s).empty());
-  EXPECT_TRUE(s.ok()) << s.ToString();
+  for (StackedPathRequest path :
+       {StackedPathRequest::kPerLayer, StackedPathRequest::kStacked, StackedPathRequest::kFused}) {
+    oracle::StackedCtxKvOptions o;
+    o.path = path;
+    Status s;
+    EXPECT_TRUE(written_slots(c, o, 0, &s).empty()) << "path " << static_cast<int>(path);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
 }
 
 TEST(StackedCommitLens, UncommittedEntriesAreNeverRead) {
