@@ -3,7 +3,7 @@
 //
 // - stacked-equals-per-layer: for any eligible model (1-4 layers, 0-8 tokens, hidden 1-40, head_dim
 //   2-16 (powers of two and not), 0-2 Q heads, 1-3 KV heads, fp16 or bf16, with or without bias,
-//   -1 entries up to every token, commit lengths (prefix-valid writes) in a third of the cases,
+//   -1 entries up to every token, commit lengths (prefix-valid writes) in about half the cases,
 //   gaps between pool slots, NaN / Inf / -0 / subnormal / largest-finite values in x, a weight or
 //   a bias), the stacked path and, where the model is eligible for it, the fused path write the
 //   per-layer path's pools and store its projection.
@@ -86,7 +86,8 @@ rc::Gen<Recipe> gen_recipe(bool single_layer) {
     s.eps = *rc::gen::element(1e-6f, 0.0f, 1e-2f);
     s.extra_slots = *rc::gen::inRange<std::int64_t>(0, 4);
     s.seed = *rc::gen::arbitrary<std::uint32_t>();
-    // Prefix-valid writes in a third of the cases: one row of all tokens, or one row per token.
+    // Prefix-valid writes in some of the cases (RapidCheck favours 0 at small sizes: about half):
+    // one row of all tokens, or one row per token.
     if (*rc::gen::inRange(0, 3) == 0) {
       const std::int64_t rows = s.tokens > 0 && *rc::gen::arbitrary<bool>() ? s.tokens : 1;
       const std::int64_t length = s.tokens / rows;
