@@ -297,7 +297,10 @@ TEST(StackedRegistry, UpstreamShapeAndUniqueValidScenarios) {
   EXPECT_EQ(u.max_pos, 4096);
   EXPECT_EQ(u.position_base, 0);
   std::set<std::string> names;
-  for (const auto* m : {&cases::stacked_upstream_matrix(), &cases::stacked_production_matrix()}) {
+  std::vector<const std::vector<cases::StackedSpec>*> matrices = {&cases::stacked_upstream_matrix(),
+                                                                  &cases::stacked_production_matrix()};
+  for (const auto* family : cases::stacked_v3_families()) matrices.push_back(family);
+  for (const auto* m : matrices) {
     for (const cases::StackedSpec& s : *m) {
       EXPECT_TRUE(names.insert(s.name).second) << s.name;
       if (s.shape.hidden > 1024) continue;  // production shapes: built by the GPU suite

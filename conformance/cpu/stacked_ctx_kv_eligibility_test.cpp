@@ -110,14 +110,27 @@ TEST(EligibilityComparisons, AnIdentityComparisonCanOnlyRejectMore) {
 TEST(EligibilityComparisons, ResolvedPathFollowsTheRequest) {
   const StackedEligibility yes;
   const StackedEligibility no{StackedIneligibility::kEpsDiffers, 1, "layer 1: eps"};
+  const FusedEligibility fused_yes;
+  const FusedEligibility fused_no{FusedIneligibility::kBias, 0, "layer 0: a QKV bias"};
   StackedPath p = StackedPath::kPerLayer;
-  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kAuto, yes, &p).ok());
+  // AUTO: fused if eligible, else stacked if eligible, else per layer (docs/contract.md §4.5).
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kAuto, yes, fused_yes, &p).ok());
+  EXPECT_EQ(p, StackedPath::kFused);
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kAuto, yes, fused_no, &p).ok());
   EXPECT_EQ(p, StackedPath::kStacked);
-  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kAuto, no, &p).ok());
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kAuto, no, fused_no, &p).ok());
   EXPECT_EQ(p, StackedPath::kPerLayer);
-  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kPerLayer, yes, &p).ok());
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kPerLayer, yes, fused_yes, &p).ok());
   EXPECT_EQ(p, StackedPath::kPerLayer);
-  EXPECT_EQ(resolve_stacked_path(StackedPathRequest::kStacked, no, &p).code, ErrorCode::kStackedPathIneligible);
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kStacked, yes, fused_yes, &p).ok());
+  EXPECT_EQ(p, StackedPath::kStacked);
+  ASSERT_TRUE(resolve_stacked_path(StackedPathRequest::kFused, no, fused_yes, &p).ok());
+  EXPECT_EQ(p, StackedPath::kFused) << "the fused path has its own eligibility";
+  EXPECT_EQ(resolve_stacked_path(StackedPathRequest::kStacked, no, fused_yes, &p).code,
+            ErrorCode::kStackedPathIneligible);
+  const Status forced = resolve_stacked_path(StackedPathRequest::kFused, yes, fused_no, &p);
+  EXPECT_EQ(forced.code, ErrorCode::kStackedPathIneligible);
+  EXPECT_NE(forced.detail.find("fused path: bias at layer 0"), std::string::npos) << forced.detail;
 }
 
 // ---- the stacked-parameter cache ------------------------------------------------------------------

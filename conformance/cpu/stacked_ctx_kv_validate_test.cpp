@@ -2,10 +2,10 @@
 //
 // Each breaker of testkit::stacked_rule_breakers() applied to the small valid case: the oracle
 // rejects with the rule's code at the rule's level (and at strict), and the pools keep every byte;
-// a strict-only rule is accepted at the contract level. E157 (the stacked path forced on an
-// ineligible model) and E158 (stacked parameters of another shape) are requests, not case defects:
-// they have their own negative tests here. A last test fails when a code of this op has no
-// negative test at all.
+// a strict-only rule is accepted at the contract level. E157 for the fused path is a breaker row
+// that asks for that path; E157 for the stacked path (forced on an ineligible model) and E158
+// (stacked parameters of another shape) have their own negative tests here. A last test fails when a code of this op
+// has no negative test at all.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -34,6 +34,7 @@ TEST_P(StackedInvalidInput, RejectedWithItsCodeAndNothingWritten) {
       [&](ValidationLevel level, StackedCtxKvOutputs& o) {
         oracle::StackedCtxKvOptions options;
         options.level = level;
+        options.path = b.path;
         return oracle::stacked_ctx_kv(c, o, options);
       },
       [](const StackedCtxKvOutputs& before, const StackedCtxKvOutputs& o) {
@@ -108,6 +109,9 @@ TEST(StackedRules, EveryCodeOfTheOpHasANegativeTest) {
 TEST(StackedRules, TheOpsCodesAreItsAssignedRanges) {
   EXPECT_EQ(static_cast<int>(ErrorCode::kStackedXDtype), 140);
   EXPECT_EQ(static_cast<int>(ErrorCode::kStackedParamsMismatch), 158);
+  EXPECT_EQ(static_cast<int>(ErrorCode::kStackedCommitLensInvalid), 160);
+  EXPECT_EQ(static_cast<int>(ErrorCode::kStackedCommitLenOutOfRange), 161);
+  EXPECT_TRUE(is_stacked_ctx_kv_code(ErrorCode::kStackedCommitLenOutOfRange));
   EXPECT_EQ(static_cast<int>(ErrorCode::kStackedPoolSlotsOverlap), 210);
   EXPECT_EQ(static_cast<int>(ErrorCode::kStackedPositionOutOfRange), 213);
   EXPECT_EQ(static_cast<int>(ErrorCode::kStackedPoolBufferTooSmall), 310);

@@ -14,7 +14,14 @@
 //   epilogue applied to its own projection: the reordered sum is the only difference allowed.
 // - Eligibility: every scenario takes the per-layer path under AUTO, also when handed stacked
 //   parameters (the library decides by itself), with the oracle's per-layer bytes; a forced
-//   stacked path is E157 with nothing written.
+//   stacked or fused path is E157 with nothing written.
+// - The version 3 families (contract version 3): fused-eligible models on every path (AUTO must
+//   take the fused path, the forced fused path must equal the oracle), head_dim no power of two
+//   and the fallback head sizes, hidden 4096 with 8 and 12 layers under the any-order budget, and
+//   commit lengths. Catches a fused kernel that projects another head's rows, reorders or pads the
+//   chain, writes a token outside its committed prefix or a skipped token, a mean taken as S / hd,
+//   an epilogue that assumes head_dim a power of two or a multiple of 32, a budget D that a split
+//   reduction exceeds. The fused path without a projection output still writes the oracle's pools.
 // - The ABI's own validation (metadata rules, E158 for stacked parameters of another shape), the
 //   device-side skip of out-of-range cache_loc and positions, and zero tokens.
 // Every test skips, with the reason, without a CUDA device or when the library does not export
@@ -163,6 +170,75 @@ TEST_P(StackedProduction, CublasWithinTheBudgetAndExactAfterTheGemm) {
 INSTANTIATE_TEST_SUITE_P(Shapes, StackedProduction, ::testing::ValuesIn(cases::stacked_production_matrix()),
                          [](const ::testing::TestParamInfo<cases::StackedSpec>& p) { return p.param.name; });
 
+// ---- the version 3 families: fused path, head sizes, split reduction, commit lengths -----------
+
+// Every family of stacked_v3_families() (testkit/cases/stacked_ctx_kv_registry.h), by name.
+std::vector<cases::StackedSpec> v3_specs() {
+  std::vector<cases::StackedSpec> v;
+  for (const std::vector<cases::StackedSpec>* family : cases::stacked_v3_families())
+    v.insert(v.end(), family->begin(), family->end());
+  return v;
+}
+
+class StackedV3Family : public ::testing::TestWithParam<cases::StackedSpec> {
+ protected:
+  std::vector<std::int64_t> judged(const StackedCtxKvCase& c, std::uint64_t seed_offset) const {
+    if (!GetParam().sampled()) return {};
+    return testkit::sample_tokens(c.num_tokens(), cases::kStackedSampledRandomTokens,
+                                  GetParam().shape.seed + seed_offset);
+  }
+};
+
+// Every path (the fused one where the model is eligible for it) and the oracle, byte for byte.
+TEST_P(StackedV3Family, ExactOrderEveryPathEqualsTheOracle) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kExactOrder, judged(c, 0),
+                           "StackedV3Family.ExactOrderEveryPathEqualsTheOracle/" + GetParam().name);
+}
+
+// The any-order GEMM within the budget D (hidden 4096 with 8 and 12 layers: a split reduction must
+// stay within it), its pools the oracle's epilogue of its projection.
+TEST_P(StackedV3Family, AnyOrderWithinTheBudgetAndExactAfterTheGemm) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kAnyOrder, judged(c, 1),
+                           "StackedV3Family.AnyOrderWithinTheBudgetAndExactAfterTheGemm/" + GetParam().name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, StackedV3Family, ::testing::ValuesIn(v3_specs()),
+                         [](const ::testing::TestParamInfo<cases::StackedSpec>& p) { return p.param.name; });
+
+// The fused path without a projection output (what a caller runs: no scratch, no projection
+// stored) writes the oracle's pools; asked for any order it runs its one order, the exact one.
+TEST(StackedFusedOnDevice, WithoutAProjectionOutputItWritesTheOraclesPools) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(cases::stacked_fused_matrix().front().shape);
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  for (StackedGemm gemm : {StackedGemm::kExactOrder, StackedGemm::kAnyOrder}) {
+    testkit::StackedRun run;
+    run.name = std::string("device fused, no projection output, ") + gemm_name(gemm) + " GEMM";
+    run.pools = testkit::make_stacked_outputs(c);
+    StackedDeviceOptions o;
+    o.path = StackedPathRequest::kFused;
+    o.gemm = gemm;
+    testkit::StackedDeviceRun info;
+    try {
+      run.status = device().run(c, run.pools, o, &info);
+    } catch (const testkit::KernelCallError& e) {
+      if (info.checks.abi_status == KVC_STATUS_UNSUPPORTED) GTEST_SKIP() << e.what();
+      throw;
+    }
+    run.path = info.path;
+    run.required_path = StackedPath::kFused;
+    const testkit::Verdict v =
+        testkit::judge_stacked(c, {}, StackedGemm::kExactOrder, {run}, reproduce("StackedFusedOnDevice.*"));
+    EXPECT_TRUE(gpu::passes(v, run.name));
+  }
+}
+
 // ---- eligibility and the fallback --------------------------------------------------------------
 
 class StackedEligibilityOnDevice : public ::testing::TestWithParam<cases::EligibilityScenario> {};
@@ -189,6 +265,24 @@ TEST_P(StackedEligibilityOnDevice, ForcedStackedPathIsE157AndWritesNothing) {
   EXPECT_EQ(s.code, ErrorCode::kStackedPathIneligible) << s.ToString();
 }
 
+TEST_P(StackedEligibilityOnDevice, ForcedFusedPathIsE157AndWritesNothing) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = cases::build_eligibility_case(GetParam());
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
+  StackedDeviceOptions o;
+  o.path = StackedPathRequest::kFused;
+  o.host_validation = false;
+  // Every scenario is fused-ineligible too (a quantized layer, fp16, a bias, or layers that differ).
+  try {
+    const Status s = device().run(c, out, o);  // damage (a write by the rejected call) throws
+    EXPECT_EQ(s.code, ErrorCode::kStackedPathIneligible) << s.ToString();
+  } catch (const testkit::KernelCallError& e) {
+    if (std::string(e.what()).find("402") == std::string::npos) throw;
+    GTEST_SKIP() << "the library does not implement the fused path: " << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenarios, StackedEligibilityOnDevice,
                          ::testing::ValuesIn(cases::stacked_eligibility_matrix()),
                          [](const ::testing::TestParamInfo<cases::EligibilityScenario>& p) { return p.param.name; });
@@ -212,6 +306,7 @@ TEST_P(StackedAbiValidation, RejectedWithItsCodeAndNothingWritten) {
   GetParam().apply(c, out);
   StackedDeviceOptions o;
   o.host_validation = false;
+  o.path = GetParam().path;
   const Status s = device().run(c, out, o);  // damage (a write by a rejected call) throws
   EXPECT_EQ(s.code, GetParam().code) << s.ToString();
 }

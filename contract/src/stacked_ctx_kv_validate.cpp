@@ -38,6 +38,7 @@ void for_each_tensor(const StackedCtxKvCase& c, Visit&& visit) {
   visit(std::string("x"), c.x);
   visit(std::string("positions"), c.positions);
   visit(std::string("cache_loc"), c.cache_loc);
+  visit(std::string("commit_lens"), c.commit_lens);
   for (int i = 0; i < c.num_layers(); ++i) {
     const StackedCtxKvLayer& l = c.layers[static_cast<std::size_t>(i)];
     const std::string p = layer_text(i) + " ";
@@ -72,6 +73,30 @@ Status check_inputs_cover(const StackedCtxKvCase& c) {
     if (status.ok()) status = detail::check_bytes_cover(name, t);
   });
   return status;
+}
+
+// cache_loc [T], or with commit lengths cache_loc [B, S] (B * S == T) and commit_lens [B]
+// (docs/contract.md §4.5, prefix-valid writes).
+Status check_cache_loc_and_commit_lens(const StackedCtxKvCase& c) {
+  const std::int64_t tokens = c.num_tokens();
+  const HostTensor& loc = c.cache_loc;
+  if (!c.has_commit_lens()) {
+    if (!is_index_vector(loc, tokens))
+      return Error(ErrorCode::kStackedCacheLocInvalid,
+                   loc.present ? shape_text(loc.meta) + " for " + std::to_string(tokens) + " tokens" +
+                                     (loc.meta.rank() == 2 ? " (a 2-D cache_loc needs commit_lens)" : "")
+                               : "missing");
+    return Status::Ok();
+  }
+  if (!loc.present || loc.meta.dtype != DType::kI64 || loc.meta.rank() != 2 || !loc.meta.contiguous() ||
+      !checked_product({loc.meta.size(0), loc.meta.size(1)}) || loc.meta.size(0) * loc.meta.size(1) != tokens)
+    return Error(ErrorCode::kStackedCacheLocInvalid,
+                 (loc.present ? shape_text(loc.meta) : std::string("missing")) +
+                     " with commit_lens: it must be [B, S] with B * S == " + std::to_string(tokens) + " tokens");
+  const TensorMeta& m = c.commit_lens.meta;
+  if (m.dtype != DType::kI64 || m.rank() != 1 || m.size(0) != loc.meta.size(0) || !m.contiguous())
+    return Error(ErrorCode::kStackedCommitLensInvalid, shape_text(m) + " for cache_loc " + shape_text(loc.meta));
+  return Status::Ok();
 }
 
 Status check_head_geometry(const StackedCtxKvLayer& l, int i) {
@@ -145,12 +170,9 @@ Status check_contract(const StackedCtxKvCase& c) {
     return Error(
         ErrorCode::kStackedPositionsInvalid,
         c.positions.present ? shape_text(c.positions.meta) + " for " + std::to_string(tokens) + " tokens" : "missing");
-  if (!is_index_vector(c.cache_loc, tokens))
-    return Error(
-        ErrorCode::kStackedCacheLocInvalid,
-        c.cache_loc.present ? shape_text(c.cache_loc.meta) + " for " + std::to_string(tokens) + " tokens" : "missing");
-  for (const HostTensor* t : {&c.positions, &c.cache_loc})
-    if (t->meta.device != c.x.meta.device)
+  if (Status s = check_cache_loc_and_commit_lens(c); !s.ok()) return s;
+  for (const HostTensor* t : {&c.positions, &c.cache_loc, &c.commit_lens})
+    if (t->present && t->meta.device != c.x.meta.device)
       return Error(ErrorCode::kStackedDeviceMismatch, "an index tensor on device " + std::to_string(t->meta.device));
   for (int i = 0; i < c.num_layers(); ++i)
     if (Status s = check_layer(c, i); !s.ok()) return s;
@@ -172,9 +194,22 @@ Status check_strict_metadata(const StackedCtxKvCase& c, ValueAccess) {
   return Status::Ok();
 }
 
-// The range rules: the oracle's own writes and reads depend on them.
+// The range rules: the oracle's own writes and reads depend on them. Commit lengths first (they
+// decide which cache_loc entries are read at all: an uncommitted token's entry never is).
 Status check_ranges(const StackedCtxKvCase& c, CacheLocPolicy policy) {
+  if (c.has_commit_lens()) {
+    const std::int64_t rows = c.commit_lens.meta.size(0);
+    const std::int64_t s = c.commit_row_length();
+    for (std::int64_t b = 0; b < rows; ++b) {
+      const std::int64_t n = c.commit_lens.load<std::int64_t>(b);
+      if (n < 0 || n > s)
+        return Error(ErrorCode::kStackedCommitLenOutOfRange, "commit_lens[" + std::to_string(b) +
+                                                                 "] = " + std::to_string(n) + " outside [0, " +
+                                                                 std::to_string(s) + "]");
+    }
+  }
   for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
+    if (!c.committed(t)) continue;
     const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
     if (slot < 0 && policy == CacheLocPolicy::kSlotZeroReserved)
       return Error(ErrorCode::kStackedNegativeCacheLoc,
@@ -201,6 +236,7 @@ Status check_ranges(const StackedCtxKvCase& c, CacheLocPolicy policy) {
 Status check_duplicates(const StackedCtxKvCase& c, CacheLocPolicy policy) {
   // A slot that writes nothing (0 when reserved) is no duplicate: first_repeated_slot skips < 0.
   const auto slot_at = [&](std::int64_t t) {
+    if (!c.committed(t)) return std::int64_t{-1};
     const std::int64_t loc = c.cache_loc.load<std::int64_t>(t);
     return writes_slot(loc, policy) ? loc : std::int64_t{-1};
   };
@@ -254,16 +290,21 @@ Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedC
   return Status::Ok();
 }
 
-Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& eligibility, StackedPath* path) {
+Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& stacked,
+                            const FusedEligibility& fused, StackedPath* path) {
   switch (request) {
     case StackedPathRequest::kPerLayer: *path = StackedPath::kPerLayer; return Status::Ok();
     case StackedPathRequest::kStacked:
-      if (!eligibility.eligible()) return Error(ErrorCode::kStackedPathIneligible, eligibility.to_string());
+      if (!stacked.eligible()) return Error(ErrorCode::kStackedPathIneligible, "stacked path: " + stacked.to_string());
       *path = StackedPath::kStacked;
+      return Status::Ok();
+    case StackedPathRequest::kFused:
+      if (!fused.eligible()) return Error(ErrorCode::kStackedPathIneligible, "fused path: " + fused.to_string());
+      *path = StackedPath::kFused;
       return Status::Ok();
     case StackedPathRequest::kAuto: break;
   }
-  *path = eligibility.eligible() ? StackedPath::kStacked : StackedPath::kPerLayer;
+  *path = fused.eligible() ? StackedPath::kFused : stacked.eligible() ? StackedPath::kStacked : StackedPath::kPerLayer;
   return Status::Ok();
 }
 

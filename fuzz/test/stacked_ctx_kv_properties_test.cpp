@@ -2,9 +2,11 @@
 // (docs/contract.md §4.5) over generated eligible models.
 //
 // - stacked-equals-per-layer: for any eligible model (1-4 layers, 0-8 tokens, hidden 1-40, head_dim
-//   2-16, 0-2 Q heads, 1-3 KV heads, fp16 or bf16, with or without bias, -1 entries up to every
-//   token, gaps between pool slots, NaN / Inf / -0 / subnormal / largest-finite values in x, a
-//   weight or a bias), the two paths write the same pools and store the same projection.
+//   2-16 (powers of two and not), 0-2 Q heads, 1-3 KV heads, fp16 or bf16, with or without bias,
+//   -1 entries up to every token, commit lengths (prefix-valid writes) in about half the cases,
+//   gaps between pool slots, NaN / Inf / -0 / subnormal / largest-finite values in x, a weight or
+//   a bias), the stacked path and, where the model is eligible for it, the fused path write the
+//   per-layer path's pools and store its projection.
 // - permuting-layers-permutes-outputs: the model with its layers permuted writes, for every layer,
 //   the pools the original wrote for that layer.
 // - single-layer-stacked-is-per-layer: L = 1, where the stacked weight is the layer's KV rows.
@@ -61,8 +63,8 @@ std::ostream& operator<<(std::ostream& os, const Recipe& r) {
   return os << "L=" << s.layers << " T=" << s.tokens << " hidden=" << s.hidden << " q_heads=" << s.q_heads
             << " kv_heads=" << s.kv_heads << " head_dim=" << s.head_dim << (s.dtype == DType::kF16 ? " fp16" : " bf16")
             << (s.bias ? " bias" : "") << " skip_every=" << s.skip_every << " slot_padding=" << s.slot_padding
-            << " special=" << static_cast<int>(r.special) << "@" << r.special_target << " seed=" << s.seed
-            << " aux=" << r.aux;
+            << " commit_lens=" << s.commit_lens.size() << " special=" << static_cast<int>(r.special) << "@"
+            << r.special_target << " seed=" << s.seed << " aux=" << r.aux;
 }
 
 rc::Gen<Recipe> gen_recipe(bool single_layer) {
@@ -84,6 +86,13 @@ rc::Gen<Recipe> gen_recipe(bool single_layer) {
     s.eps = *rc::gen::element(1e-6f, 0.0f, 1e-2f);
     s.extra_slots = *rc::gen::inRange<std::int64_t>(0, 4);
     s.seed = *rc::gen::arbitrary<std::uint32_t>();
+    // Prefix-valid writes in some of the cases (RapidCheck favours 0 at small sizes: about half):
+    // one row of all tokens, or one row per token.
+    if (*rc::gen::inRange(0, 3) == 0) {
+      const std::int64_t rows = s.tokens > 0 && *rc::gen::arbitrary<bool>() ? s.tokens : 1;
+      const std::int64_t length = s.tokens / rows;
+      for (std::int64_t b = 0; b < rows; ++b) s.commit_lens.push_back(*rc::gen::inRange<std::int64_t>(0, length + 1));
+    }
     r.special = static_cast<Special>(*rc::gen::inRange(0, kSpecials));
     r.special_target = *rc::gen::inRange(0, 3);
     r.aux = *rc::gen::arbitrary<std::uint32_t>();
@@ -113,7 +122,7 @@ using Coverage = std::map<std::string, std::int64_t>;
 void classify(const Recipe& r, const StackedCtxKvCase& c, Coverage& cov) {
   const testkit::StackedCtxKvShape& s = r.shape;
   std::int64_t written = 0;
-  for (std::int64_t t = 0; t < c.num_tokens(); ++t) written += c.cache_loc.load<std::int64_t>(t) >= 0;
+  for (std::int64_t t = 0; t < c.num_tokens(); ++t) written += c.committed(t) && c.cache_loc.load<std::int64_t>(t) >= 0;
   const std::string classes[] = {
       s.layers == 1 ? "layers:1" : "layers:>1",
       s.tokens == 0 ? "tokens:0" : "tokens:>0",
@@ -122,6 +131,9 @@ void classify(const Recipe& r, const StackedCtxKvCase& c, Coverage& cov) {
       s.hidden == 1 ? "hidden:1" : "hidden:>1",
       s.q_heads == 0 ? "q_size:0" : "q_size:>0",
       s.head_dim == 2 ? "head_dim:2" : "head_dim:>2",
+      (s.head_dim & (s.head_dim - 1)) != 0 ? "head_dim:non-power-of-two" : "head_dim:power-of-two",
+      stacked_fused_eligibility(c).eligible() ? "fused-eligible" : "fused-ineligible",
+      c.has_commit_lens() ? "commit-lens" : "no-commit-lens",
       s.slot_padding > 0 ? "slot-gap" : "dense-slots",
       c.num_tokens() > 0 && written == 0 ? "cache_loc:all-skipped"
       : written < c.num_tokens()         ? "cache_loc:some-skipped"
@@ -140,6 +152,10 @@ const std::vector<std::string> kCommonClasses = {"tokens:0",
                                                  "hidden:1",
                                                  "q_size:0",
                                                  "head_dim:2",
+                                                 "head_dim:non-power-of-two",
+                                                 "fused-eligible",
+                                                 "fused-ineligible",
+                                                 "commit-lens",
                                                  "slot-gap",
                                                  "cache_loc:all-skipped",
                                                  "cache_loc:some-skipped",
@@ -196,6 +212,13 @@ void stacked_equals_per_layer(const Recipe& recipe, const Runner& runner, Covera
   const testkit::StackedDiffReport r = testkit::diff_stacked_pools(c, per_layer.out, stacked.out);
   if (!r.equal()) RC_FAIL(testkit::format_stacked_report(c, r, "per-layer", "stacked", ""));
   RC_ASSERT(per_layer.projection == stacked.projection);
+  // The fused path, wherever the model is eligible for it (bf16, no bias), writes the same bytes.
+  if (stacked_fused_eligibility(c).eligible()) {
+    const Ran fused = run(c, StackedPathRequest::kFused, runner);
+    const testkit::StackedDiffReport f = testkit::diff_stacked_pools(c, per_layer.out, fused.out);
+    if (!f.equal()) RC_FAIL(testkit::format_stacked_report(c, f, "per-layer", "fused", ""));
+    RC_ASSERT(per_layer.projection == fused.projection);
+  }
 }
 
 void permuting_layers_permutes_outputs(const Recipe& recipe, const Runner& runner, Coverage& cov) {

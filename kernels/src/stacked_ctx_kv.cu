@@ -6,7 +6,9 @@
 // the correctly rounded rsqrt; then every lane normalises and rotates its NeoX pairs (d, d + hd/2)
 // with explicitly rounded intrinsics, storing each value rounded to D, and writes K to the pool.
 // A token with cache_loc < 0 is skipped, as is (on the device, for unvalidated calls) one whose
-// cache_loc lies outside either pool or whose position lies outside the layer's table.
+// cache_loc lies outside either pool or whose position lies outside the layer's table, and one
+// outside its row's committed prefix (commit lengths). The per-head norm and rotation are
+// stacked_k_epilogue.cuh's, shared with the fused path (stacked_ctx_kv_fused.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,6 +18,8 @@
 #include "kvc/kernels/stacked_ctx_kv.h"
 #include "launch_config.h"
 #include "projection_gemm.h"
+#include "stacked_ctx_kv_fused.h"
+#include "stacked_k_epilogue.cuh"
 
 namespace kvc::kernels {
 namespace {
@@ -44,6 +48,8 @@ struct EpilogueArgs {
   std::int64_t ld;
   const std::int64_t* positions;
   const std::int64_t* cache_loc;
+  const std::int64_t* commit_lens;  // null: every token committed
+  std::int64_t commit_row_length;
   std::int64_t tokens;
   std::int64_t heads_per_token;  // sum of the covered layers' kv heads
   bool fp16;                     // storage dtype D
@@ -51,15 +57,9 @@ struct EpilogueArgs {
   EpilogueLayer layer[kMaxStackedLayers];
 };
 
-__device__ __forceinline__ float widen(std::uint16_t v, bool fp16) {
-  return fp16 ? fp16_bits_to_float(v) : bf16_bits_to_float(v);
-}
-__device__ __forceinline__ std::uint16_t narrow(float v, bool fp16) {
-  return fp16 ? fp16_bits_from_float(v) : bf16_bits_from_float(v);
-}
+using detail::stacked_widen;
 
 constexpr int kEpilogueWarps = detail::kWarpsPerBlock;
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
 __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_kernel(EpilogueArgs a, int max_head_dim) {
   extern __shared__ float staged[];  // kEpilogueWarps * max_head_dim
@@ -75,6 +75,7 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
     int l = 0;
     while (head >= a.layer[l].num_kv_heads) head -= a.layer[l++].num_kv_heads;
     const EpilogueLayer& L = a.layer[l];
+    if (!detail::stacked_committed(a.commit_lens, a.commit_row_length, t)) continue;
     const std::int64_t slot = a.cache_loc[t];
     const std::int64_t position = a.positions[t];
     if (slot < 0 || slot >= L.slots || position < 0 || position >= L.max_pos) continue;
@@ -86,31 +87,12 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
     std::uint16_t* k_dst = L.k_pool + slot * L.k_slot_stride + static_cast<std::int64_t>(head) * hd;
     std::uint16_t* v_dst = L.v_pool + slot * L.v_slot_stride + static_cast<std::int64_t>(head) * hd;
     for (int d = lane; d < hd; d += kWarpLanes) {
-      e[d] = widen(k_src[d], a.fp16);
+      e[d] = stacked_widen(k_src[d], a.fp16);
       v_dst[d] = v_src[d];
     }
     __syncwarp();
-    float r = 0.0f;
-    if (lane == 0) {
-      float sum = 0.0f;
-      for (int d = 0; d < hd; ++d) sum = __fmaf_rn(e[d], e[d], sum);
-      const float inv_hd = __fdiv_rn(1.0f, static_cast<float>(hd));
-      r = __frsqrt_rn(__fmaf_rn(sum, inv_hd, L.eps));
-    }
-    r = __shfl_sync(kFullMask, r, 0);
-    const int half = hd / 2;
-    const float* cs = L.cos_sin + position * hd;
-    for (int d = lane; d < half; d += kWarpLanes) {
-      // The stored normed K (rounded to D), then the rotation, then the stored rotated K.
-      float first =
-          widen(narrow(__fmul_rn(__fmul_rn(e[d], r), widen(L.k_norm_weight[d], L.weight_fp16)), a.fp16), a.fp16);
-      float second =
-          widen(narrow(__fmul_rn(__fmul_rn(e[d + half], r), widen(L.k_norm_weight[d + half], L.weight_fp16)), a.fp16),
-                a.fp16);
-      rope_pair(first, second, cs[d], cs[half + d]);
-      k_dst[d] = narrow(first, a.fp16);
-      k_dst[d + half] = narrow(second, a.fp16);
-    }
+    detail::stacked_k_norm_rope_warp(e, hd, lane, L.k_norm_weight, L.weight_fp16, L.eps, L.cos_sin + position * hd,
+                                     a.fp16, k_dst);
     __syncwarp();  // the next task of this warp overwrites `e`
   }
 }
@@ -141,6 +123,8 @@ cudaError_t launch_epilogue(const StackedCtxKvParams& p, const std::uint16_t* pr
   a.ld = ld;
   a.positions = p.positions;
   a.cache_loc = p.cache_loc;
+  a.commit_lens = p.commit_lens;
+  a.commit_row_length = p.commit_row_length;
   a.tokens = p.tokens;
   a.fp16 = p.x_fp16;
   a.num_layers = count;
@@ -224,6 +208,12 @@ LaunchStatus run_paths(const StackedCtxKvParams& p, std::uint16_t* projection, s
 
 LaunchStatus stacked_ctx_kv(const StackedCtxKvParams& p, cudaStream_t stream) {
   if (p.tokens == 0 || p.num_layers == 0) return {};
+  // The fused path has no projection scratch: it stores the projection only when asked.
+  if (p.path == StackedPath::kFused) {
+    if (cudaError_t e = detail::launch_stacked_fused(p, stream); e != cudaSuccess)
+      return cuda_failure(e, "launching the fused kernel");
+    return {};
+  }
   std::int64_t width = 0;
   for (int l = 0; l < p.num_layers; ++l) width += 2 * p.layers[l].num_kv_heads * p.layers[l].head_dim;
   std::uint16_t* projection = p.projection;

@@ -3,11 +3,14 @@
 // As for the insert ops (kernel_abi.cpp): the call is checked and described as a StackedCtxKvCase
 // by the ABI's shared front-end (kvc/abi/stacked_ctx_kv_call.h: a malformed call ->
 // KVC_STATUS_BAD_ARGUMENT, a broken rule of the contract at the strict level, metadata only -> the
-// rule's code); the path is decided by the contract's eligibility, with the rotary tables
-// compared by identity (the same tensor), since the wrapper reads no values; the stacked weight
-// must be the layers' KV rows' shape (E158); then the launch. Values (cache_loc, positions) are not
-// read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a
-// rejected call or one with no tokens. No exception crosses the boundary.
+// rule's code); the path is decided by the contract's eligibilities (stacked and fused), with the
+// rotary tables compared by identity (the same tensor), since the wrapper reads no values: AUTO
+// takes the fused path when eligible, else the stacked path when eligible and stacked parameters
+// are given, else per layer; a forced path on a model ineligible for it is E157. The stacked
+// weight must be the layers' KV rows' shape (E158); then the launch. The fused path has only the
+// exact order: KVC_GEMM_ANY_ORDER on it runs the exact order (docs/contract.md §4.5). Values (cache_loc, positions) are
+// not read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a rejected call or
+// one with no tokens. No exception crosses the boundary.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -21,6 +24,7 @@
 #include "kvc/kernel_abi.h"
 #include "kvc/kernels/stacked_ctx_kv.h"
 #include "kvc/stacked_ctx_kv_validate.h"
+#include "kvc/stacked_fused_eligibility.h"
 
 namespace kvc::kernels::abi_wrapper {
 namespace {
@@ -95,18 +99,27 @@ using detail::DeviceScope;
 Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
   StackedCtxKvCase c;
   if (Outcome o = abi::check_stacked_ctx_kv(a, &c); !o.ok()) return o;
-  const StackedEligibility eligibility = stacked_ctx_kv_eligibility(
-      c, [&](int layer) { return same_tensor(a->layers[layer].cos_sin_cache, a->layers[0].cos_sin_cache); });
-  StackedPathRequest request = *abi::stacked_path_request_of(a->path);  // checked above
-  // AUTO without stacked parameters can only run per layer.
-  if (request == StackedPathRequest::kAuto && a->stacked_weight == nullptr) request = StackedPathRequest::kPerLayer;
+  const RotaryTableEquality same_table = [&](int layer) {
+    return same_tensor(a->layers[layer].cos_sin_cache, a->layers[0].cos_sin_cache);
+  };
+  const StackedEligibility eligibility = stacked_ctx_kv_eligibility(c, same_table);
+  const FusedEligibility fused = stacked_fused_eligibility(c, same_table);
+  const StackedPathRequest request = *abi::stacked_path_request_of(a->path);  // checked above
   StackedPath path = StackedPath::kPerLayer;
-  if (Status s = resolve_stacked_path(request, eligibility, &path); !s.ok()) return abi::rejected(s);
+  if (request == StackedPathRequest::kAuto && a->stacked_weight == nullptr) {
+    // AUTO without stacked parameters cannot take the stacked path; the fused path reads every
+    // layer's own weight and needs none.
+    path = fused.eligible() ? StackedPath::kFused : StackedPath::kPerLayer;
+  } else if (Status s = resolve_stacked_path(request, eligibility, fused, &path); !s.ok()) {
+    return abi::rejected(s);
+  }
   if (path == StackedPath::kStacked)
     if (Status s = check_stacked_params(*a, c); !s.ok()) return abi::rejected(s);
   if (a->projection != nullptr)
     if (std::string d = projection_defect(*a->projection, c); !d.empty()) return abi::bad_argument(d);
-  if (a->gemm == KVC_GEMM_ANY_ORDER)
+  // The fused path has one order, the exact one: asked for any order it runs that (a result
+  // within every budget), so only the other paths need x and the weights in one dtype.
+  if (a->gemm == KVC_GEMM_ANY_ORDER && path != StackedPath::kFused)
     for (const StackedCtxKvLayer& l : c.layers)
       if (l.dtype() != c.storage_dtype())
         return Outcome{KVC_STATUS_UNSUPPORTED, "the cuBLAS projection needs x and every layer's weights in one dtype"};
@@ -118,6 +131,10 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
   p.hidden = c.hidden();
   p.positions = static_cast<const std::int64_t*>(first_element(*a->positions));
   p.cache_loc = static_cast<const std::int64_t*>(first_element(*a->cache_loc));
+  if (const DLTensor* lens = abi::stacked_commit_lens(*a)) {
+    p.commit_lens = static_cast<const std::int64_t*>(first_element(*lens));
+    p.commit_row_length = c.commit_row_length();
+  }
   p.num_layers = c.num_layers();
   for (int i = 0; i < c.num_layers(); ++i)
     p.layers[i] = device_layer(a->layers[i], c.layers[static_cast<std::size_t>(i)], p.hidden);

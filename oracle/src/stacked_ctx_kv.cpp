@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kvc/oracle/stacked_ctx_kv_fused.h"
 #include "kvc/oracle/stacked_ctx_kv_k_norm.h"
 #include "kvc/oracle/storage16.h"
 
@@ -53,6 +54,7 @@ void epilogue(const StackedCtxKvCase& c, int layer, const EpilogueLayer& e,
   const std::int64_t kv_size = e.num_kv_heads * e.head_dim;
   std::vector<std::uint16_t> head(static_cast<std::size_t>(e.head_dim));
   for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
+    if (!c.committed(t)) continue;  // outside its row's committed prefix: its cache_loc is not read
     const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
     if (!writes_slot(slot, profile.cache_loc)) continue;
     const std::int64_t position = c.positions.load<std::int64_t>(t);
@@ -144,14 +146,17 @@ Status stacked_ctx_kv(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const
     return s;
   if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
   const StackedEligibility eligibility = stacked_ctx_kv_eligibility(c);
+  const FusedEligibility fused = stacked_fused_eligibility(c);
   StackedPath path = StackedPath::kPerLayer;
-  if (Status s = resolve_stacked_path(options.path, eligibility, &path); !s.ok()) return s;
+  if (Status s = resolve_stacked_path(options.path, eligibility, fused, &path); !s.ok()) return s;
 
   std::vector<std::uint16_t> projection(static_cast<std::size_t>(c.num_tokens() * c.projection_width()));
   if (path == StackedPath::kStacked && options.params != nullptr) {
     if (Status s = check_stacked_params_shape(*options.params, c); !s.ok()) return s;
   }
-  if (path == StackedPath::kStacked) {
+  if (path == StackedPath::kFused) {
+    run_stacked_fused(c, options.profile, projection, out);
+  } else if (path == StackedPath::kStacked) {
     if (options.params != nullptr) {
       run_stacked(c, *options.params, options.profile, projection, out);
     } else if (options.cache != nullptr) {
@@ -165,6 +170,7 @@ Status stacked_ctx_kv(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const
   if (run != nullptr) {
     run->path = path;
     run->eligibility = eligibility;
+    run->fused_eligibility = fused;
     run->projection = std::move(projection);
   }
   return Status::Ok();

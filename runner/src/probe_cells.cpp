@@ -110,7 +110,7 @@ std::string stacked_inexpressible(const StackedCtxKvCase& c) {
 
 void add_stacked_cells(std::vector<ProbeCell>* cells) {
   for (const testkit::StackedRuleBreaker& b : testkit::stacked_rule_breakers()) {
-    StackedCall call{testkit::small_stacked_case(), {}};
+    StackedCall call{testkit::small_stacked_case(), {}, b.path};
     call.out = testkit::make_stacked_outputs(call.c);
     b.apply(call.c, call.out);
     const StackedCtxKvCase& c = call.c;

@@ -39,6 +39,7 @@ struct StoreCall {
 struct StackedCall {
   StackedCtxKvCase c;
   StackedCtxKvOutputs out;
+  StackedPathRequest path = StackedPathRequest::kAuto;  // the breaker's request (E157 rows ask for a path)
 };
 
 struct ProbeCell {

@@ -157,6 +157,7 @@ testkit::ProbeObservation ProbeLibrary::send(const ProbeCell& cell) {
     testkit::StackedCtxKvDevice device(impl_->library);
     testkit::StackedDeviceOptions options;
     options.host_validation = false;
+    options.path = stacked.path;
     testkit::StackedDeviceRun run;
     StackedCtxKvOutputs out = stacked.out;
     const bool downloaded =

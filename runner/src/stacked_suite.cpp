@@ -34,8 +34,10 @@ std::vector<std::int64_t> judged_tokens(const StackedCell& cell, const StackedCt
 std::vector<StackedCell> cells(const RunOptions& options) {
   std::vector<StackedCell> out;
   if (!options.selects(AbiOp::kStackedCtxKv)) return out;
-  for (const std::vector<cases::StackedSpec>* matrix :
-       {&cases::stacked_upstream_matrix(), &cases::stacked_production_matrix()})
+  std::vector<const std::vector<cases::StackedSpec>*> matrices = {&cases::stacked_upstream_matrix(),
+                                                                  &cases::stacked_production_matrix()};
+  for (const std::vector<cases::StackedSpec>* family : cases::stacked_v3_families()) matrices.push_back(family);
+  for (const std::vector<cases::StackedSpec>* matrix : matrices)
     for (const cases::StackedSpec& spec : *matrix)
       if (options.within_tokens(spec.shape.tokens))
         for (testkit::StackedCheck k : {testkit::StackedCheck::kExactOrder, testkit::StackedCheck::kAnyOrder})

@@ -97,7 +97,13 @@ StackedCtxKvCase make_stacked_ctx_kv_case(const StackedCtxKvShape& s) {
   std::vector<std::int64_t> loc = rng.distinct(s.tokens + s.extra_slots, s.tokens);
   if (s.skip_every > 0)
     for (std::int64_t t = s.skip_every - 1; t < s.tokens; t += s.skip_every) loc[static_cast<std::size_t>(t)] = -1;
-  c.cache_loc = make_tensor_from(DType::kI64, loc, {s.tokens});
+  if (s.commit_lens.empty()) {
+    c.cache_loc = make_tensor_from(DType::kI64, loc, {s.tokens});
+  } else {
+    const std::int64_t rows = static_cast<std::int64_t>(s.commit_lens.size());
+    c.cache_loc = make_tensor_from(DType::kI64, loc, {rows, s.tokens / rows});
+    c.commit_lens = make_tensor_from(DType::kI64, s.commit_lens, {rows});
+  }
   return c;
 }
 
@@ -149,7 +155,14 @@ StackedCtxKvCase with_tokens(const StackedCtxKvCase& c, const std::vector<std::i
   }
   s.x = tensor16(c.storage_dtype(), x, {n, hidden});
   s.positions = make_tensor_from(DType::kI64, positions, {n});
-  s.cache_loc = make_tensor_from(DType::kI64, loc, {n});
+  if (!c.has_commit_lens()) {
+    s.cache_loc = make_tensor_from(DType::kI64, loc, {n});
+    return s;
+  }
+  std::vector<std::int64_t> committed(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) committed[i] = c.committed(tokens[i]) ? 1 : 0;
+  s.cache_loc = make_tensor_from(DType::kI64, loc, {n, 1});
+  s.commit_lens = make_tensor_from(DType::kI64, committed, {n});
   return s;
 }
 

@@ -42,6 +42,10 @@ struct StackedCtxKvShape {
   std::int64_t slot_padding = 0;   // pool slot stride = kv_heads * head_dim + slot_padding elements
   StackedValues values = StackedValues::kNormal;
   std::uint64_t seed = 0;
+  // Prefix-valid writes: empty, or B commit lengths with tokens a multiple of B; cache_loc is then
+  // [B, tokens / B] (skip_every still applies to the flat index), and the uncommitted tokens keep
+  // their distinct slots, so a kernel that ignores the lengths writes slots the oracle leaves alone.
+  std::vector<std::int64_t> commit_lens;
 };
 
 StackedCtxKvCase make_stacked_ctx_kv_case(const StackedCtxKvShape& shape);
@@ -57,7 +61,9 @@ void make_ineligible(StackedCtxKvCase& c, const StackedCtxKvShape& shape, Stacke
                      std::uint64_t seed = 99);
 
 // The case restricted to some tokens (in the given order): x rows, positions and cache_loc; the
-// layers and pools are copied unchanged. An oracle run of it writes exactly those tokens' slots.
+// layers and pools are copied unchanged. With commit lengths the result has cache_loc [n, 1] and
+// commit lengths of 1 (committed) or 0, so every policy reads it as the original. An oracle run of it writes exactly
+// those tokens' slots.
 StackedCtxKvCase with_tokens(const StackedCtxKvCase& c, const std::vector<std::int64_t>& tokens);
 
 // The tokens a large case is checked at: the first two, the last two, the middle, and `random`

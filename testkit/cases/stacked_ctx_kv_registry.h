@@ -10,6 +10,23 @@
 //  - stacked_eligibility_matrix(): the upstream fallback cases (a quantized layer 1 of 3, eps
 //    1e-6 vs 1e-5 over 2 layers, a bias on layer 0 only of 2) and the conditions the original
 //    did not check (head_dim, kv heads, dtype, rotary table differing at one layer).
+//  - The families of contract version 3 (issue 25), each named for what it checks and run on
+//    every path (the fused path where the model is eligible for it):
+//    stacked_fused_matrix()            fused-eligible models (bf16, no bias): the fused path, the
+//                                      other two and the oracle byte for byte;
+//    stacked_non_pow2_head_dim_matrix()  head_dim 6, 24, 40, 72: fl(1/hd) inexact, so the mean
+//                                      fma(S, fl(1/hd), eps) differs from fl(fl(S/hd) + eps) on
+//                                      some heads; head_dim not a multiple of the 32 lanes;
+//    stacked_fallback_head_size_matrix() head_dim 80, 96, 160, 192, 320: outside 64/128/256/512,
+//                                      the sizes a rope kernel serves from its generic fallback;
+//    stacked_split_reduction_matrix()  hidden 4096 with 8 and 12 layers and few tokens, where a
+//                                      cuBLAS GEMM may split the reduction (split-K): the any-order
+//                                      check's budget D must still hold. The oracle checks
+//                                      sample_tokens() (at most 8): about 10^8 fma per token at 12
+//                                      layers, some 3 s per judgment on one core;
+//    stacked_commit_lens_matrix()      prefix-valid writes: cache_loc [B, S] with commit lengths
+//                                      (full, empty and partial rows), the uncommitted tokens'
+//                                      entries valid distinct slots a kernel must not write.
 // Adding a scenario is one line in stacked_ctx_kv_registry.cpp.
 #pragma once
 
@@ -39,6 +56,14 @@ testkit::StackedCtxKvShape upstream_stacked_shape(DType dtype, bool bias);
 
 const std::vector<StackedSpec>& stacked_upstream_matrix();
 const std::vector<StackedSpec>& stacked_production_matrix();
+const std::vector<StackedSpec>& stacked_fused_matrix();
+const std::vector<StackedSpec>& stacked_non_pow2_head_dim_matrix();
+const std::vector<StackedSpec>& stacked_fallback_head_size_matrix();
+const std::vector<StackedSpec>& stacked_split_reduction_matrix();
+const std::vector<StackedSpec>& stacked_commit_lens_matrix();
+
+// The version 3 families above, in that order (what the suites iterate).
+std::vector<const std::vector<StackedSpec>*> stacked_v3_families();
 
 struct EligibilityScenario {
   std::string name;  // "QuantizedLayer1Of3"

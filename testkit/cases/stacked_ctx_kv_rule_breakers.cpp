@@ -195,6 +195,62 @@ std::vector<StackedRuleBreaker> device_breakers() {
   };
 }
 
+// Prefix-valid writes: cache_loc [B, S] and commit_lens [B] (docs/contract.md §4.5).
+void with_commit_lens(Case& c, std::int64_t rows, std::vector<std::int64_t> lens) {
+  const std::int64_t tokens = c.num_tokens();
+  reshape(c.cache_loc, {rows, tokens / rows});
+  c.commit_lens = make_tensor_from(DType::kI64, lens, {static_cast<std::int64_t>(lens.size())});
+}
+
+std::vector<StackedRuleBreaker> commit_lens_breakers() {
+  // small_stacked_case() has 4 tokens: cache_loc [2, 2] with commit lengths {2, 1} is valid.
+  const auto two_rows = [](Case& c) {
+    const std::vector<std::int64_t> loc = {c.cache_loc.load<std::int64_t>(0), c.cache_loc.load<std::int64_t>(1),
+                                           c.cache_loc.load<std::int64_t>(2), c.cache_loc.load<std::int64_t>(3)};
+    with_commit_lens(c, 2, {2, 1});
+    for (std::int64_t t = 0; t < 4; ++t) c.cache_loc.store<std::int64_t>(t, loc[static_cast<std::size_t>(t)]);
+  };
+  return {
+      row("CacheLocTwoDimensionalWithoutCommitLens", ErrorCode::kStackedCacheLocInvalid, kContract, true,
+          [](Case& c, Outputs&) {
+            reshape(c.cache_loc, {2, 2});
+          }),
+      row("CacheLocRowsTimesLengthNotTokens", ErrorCode::kStackedCacheLocInvalid, kContract, true,
+          [](Case& c, Outputs&) {
+            reshape(c.cache_loc, {1, 3});
+            c.commit_lens = make_tensor_from(DType::kI64, std::vector<std::int64_t>{1}, {1});
+          }),
+      row("CommitLensInt32", ErrorCode::kStackedCommitLensInvalid, kContract, true,
+          [two_rows](Case& c, Outputs&) {
+            two_rows(c);
+            retype(c.commit_lens, DType::kI32);
+          }),
+      row("CommitLensOneShort", ErrorCode::kStackedCommitLensInvalid, kContract, true,
+          [two_rows](Case& c, Outputs&) {
+            two_rows(c);
+            reshape(c.commit_lens, {1});
+          }),
+      row("CommitLenAboveRowLength", ErrorCode::kStackedCommitLenOutOfRange, kContract, false,
+          [two_rows](Case& c, Outputs&) {
+            two_rows(c);
+            c.commit_lens.store<std::int64_t>(1, 3);
+          }),
+      row("NegativeCommitLen", ErrorCode::kStackedCommitLenOutOfRange, kContract, false,
+          [two_rows](Case& c, Outputs&) {
+            two_rows(c);
+            c.commit_lens.store<std::int64_t>(0, -1);
+          }),
+  };
+}
+
+// Requests: the fused path forced on a model ineligible for it (small_stacked_case() has biases).
+std::vector<StackedRuleBreaker> request_breakers() {
+  StackedRuleBreaker fused =
+      row("FusedPathOnABiasedModel", ErrorCode::kStackedPathIneligible, kContract, true, [](Case&, Outputs&) {});
+  fused.path = StackedPathRequest::kFused;
+  return {fused};
+}
+
 // Strict: overlapping slots, duplicates. Range rules hold at the contract level (values).
 std::vector<StackedRuleBreaker> strict_and_value_breakers() {
   return {
@@ -228,7 +284,8 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
   // The families in table order: the stacked invalid-input tests are named and ordered by it.
   static const std::vector<StackedRuleBreaker> table = breaker_table<StackedRuleBreaker>(
       {malformed_metadata_breakers, x_breakers, layer_geometry_breakers, weight_breakers, table_and_index_breakers,
-       pool_breakers, device_breakers, strict_and_value_breakers, harness_breakers});
+       pool_breakers, device_breakers, commit_lens_breakers, request_breakers, strict_and_value_breakers,
+       harness_breakers});
   return table;
 }
 

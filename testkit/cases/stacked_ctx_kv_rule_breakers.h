@@ -1,7 +1,7 @@
 // stacked_ctx_kv_rule_breakers.h: one way to break each rule of the stacked context-KV op.
 //
 // Applied to small_stacked_case() (valid: two layers with biases, four tokens, one skipped), each
-// breaker changes exactly one thing and must make the op reject with its code at its level (and
+// breaker changes exactly one thing (or asks for one path) and must make the op reject with its code at its level (and
 // at kStrict); where validation returns a code from several places (the layer count, the head
 // geometry, the pool rules for K and V), each place has its own row. The CPU suite runs them
 // through the oracle, the GPU suite the metadata ones through the kernel ABI (abi_visible).
@@ -28,6 +28,10 @@ struct StackedRuleBreaker {
   // is host-only too).
   bool abi_visible;
   std::function<void(StackedCtxKvCase&, StackedCtxKvOutputs&)> apply;
+  // The path the call asks for. A forced path on a model ineligible for it (E157) is a request,
+  // not a case defect: its row leaves the case alone and asks for the path. Every runner of the
+  // table passes it (the oracle's options, the device harness, the probe).
+  StackedPathRequest path = StackedPathRequest::kAuto;
 };
 
 // The shape of small_stacked_case().

@@ -33,7 +33,7 @@ std::string layer_text(int layer, bool v) { return "layer " + std::to_string(lay
 std::unordered_map<std::int64_t, std::int64_t> token_of_slot(const StackedCtxKvCase& c) {
   std::unordered_map<std::int64_t, std::int64_t> m;
   for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
-    const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
+    const std::int64_t slot = c.committed(t) ? c.cache_loc.load<std::int64_t>(t) : -1;
     if (slot >= 0) m[slot] = t;
   }
   return m;
@@ -172,7 +172,7 @@ StackedCtxKvOutputs pools_at_written_slots(const StackedCtxKvCase& c, const Stac
       std::vector<std::uint8_t> to(from.size(), canary);
       const TensorMeta& m = v ? layer.v_pool : layer.k_pool;
       for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
-        const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
+        const std::int64_t slot = c.committed(t) ? c.cache_loc.load<std::int64_t>(t) : -1;
         if (slot < 0) continue;
         const std::int64_t begin = m.offset_bytes + slot * m.stride(0) * 2;
         const std::int64_t end =

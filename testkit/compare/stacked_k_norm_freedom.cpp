@@ -163,6 +163,7 @@ StackedCtxKvOutputs excuse_k_norm_freedom(const StackedCtxKvCase& c, const std::
     // The last token to write a slot decides its bytes (the oracle applies tokens in order).
     std::unordered_map<std::int64_t, std::int64_t> last_writer;
     for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
+      if (!c.committed(t)) continue;
       const std::int64_t loc = c.cache_loc.load<std::int64_t>(t);
       if (writes_slot(loc, profile.cache_loc)) last_writer[loc] = t;
     }
@@ -176,6 +177,7 @@ StackedCtxKvOutputs excuse_k_norm_freedom(const StackedCtxKvCase& c, const std::
       const std::int64_t hd = l.head_dim;
       std::vector<std::uint16_t> exp_head(static_cast<std::size_t>(hd)), act_head(exp_head.size());
       for (std::int64_t t = 0; t < c.num_tokens(); ++t) {
+        if (!c.committed(t)) continue;
         const std::int64_t slot = c.cache_loc.load<std::int64_t>(t);
         if (!writes_slot(slot, profile.cache_loc) || last_writer[slot] != t) continue;
         const float* cs = in.cos_sin + c.positions.load<std::int64_t>(t) * hd;

@@ -1,6 +1,7 @@
 // stacked_ctx_kv_checks.cpp: see stacked_ctx_kv_checks.h.
 #include "testkit/device/stacked_ctx_kv_checks.h"
 
+#include "kvc/stacked_fused_eligibility.h"
 #include "testkit/cases/stacked_ctx_kv_builder.h"
 
 namespace kvc::testkit {
@@ -47,6 +48,22 @@ Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, Sta
     return judge_stacked(c, sampled_tokens, StackedGemm::kExactOrder, runs, reproduce);
   }
   o.gemm = check == StackedCheck::kAnyOrder ? StackedGemm::kAnyOrder : StackedGemm::kExactOrder;
+  // The exact order on a fused-eligible model: the forced fused path too (docs/contract.md §4.5).
+  // A library without the fused path answers KVC_STATUS_UNSUPPORTED for it; its AUTO must then
+  // take the stacked path, and the fused run is left out.
+  bool fused_implemented = false;
+  if (check == StackedCheck::kExactOrder && stacked_fused_eligibility(c).eligible()) {
+    StackedDeviceOptions f = o;
+    f.path = StackedPathRequest::kFused;
+    try {
+      StackedRun r = run_stacked(device, c, f, "device fused, exact-order GEMM");
+      r.name += std::string(" (") + path_name(r.path) + " path)";
+      r.required_path = StackedPath::kFused;
+      runs.push_back(std::move(r));
+      fused_implemented = true;
+    } catch (const StackedGemmUnsupported&) {
+    }
+  }
   for (StackedPathRequest path : {StackedPathRequest::kAuto, StackedPathRequest::kPerLayer}) {
     o.path = path;
     const bool automatic = path == StackedPathRequest::kAuto;
@@ -57,7 +74,9 @@ Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, Sta
     // AUTO, and the per-layer request the per-layer path. The any-order GEMM's path is the
     // library's choice (the report names the one it took).
     if (check == StackedCheck::kExactOrder)
-      r.required_path = automatic ? StackedPath::kStacked : StackedPath::kPerLayer;
+      r.required_path = !automatic          ? StackedPath::kPerLayer
+                        : fused_implemented ? StackedPath::kFused
+                                            : StackedPath::kStacked;
     runs.push_back(std::move(r));
   }
   return judge_stacked(c, sampled_tokens, o.gemm, runs, reproduce);

@@ -3,7 +3,10 @@
 // library through StackedCtxKvDevice and returns the stacked judge's verdict
 // (testkit/compare/stacked_ctx_kv_judge.h):
 //   kExactOrder     the exact-order GEMM on the AUTO path (an eligible model handed stacked
-//                   parameters: it must take the stacked path) and on the per-layer path: pools
+//                   parameters: it must take the stacked path, or the fused path when the model is
+//                   eligible for it and the library implements it), on the per-layer path and, on
+//                   a fused-eligible model, on the forced fused path (skipped when the library
+//                   answers KVC_STATUS_UNSUPPORTED for it): pools
 //                   and stored projection the oracle's, byte for byte (on a sample of the tokens of
 //                   a case too large for the oracle, and the two paths equal on every token);
 //   kAnyOrder       the library's fastest GEMM on both paths: the projection within the ulp

@@ -8,6 +8,7 @@
 
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
+#include "kvc/abi/enum_mapping.h"
 #include "testkit/device/abi_args.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/guarded_tensors.h"
@@ -108,6 +109,7 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   const DLTensor* x = call.input("x", c.x);
   const DLTensor* positions = call.input("positions", c.positions);
   const DLTensor* cache_loc = call.input("cache_loc", c.cache_loc);
+  const DLTensor* commit_lens = call.input("commit_lens", c.commit_lens);
   std::vector<kvc_stacked_ctx_kv_layer> layers(c.layers.size());
   std::vector<GuardedTensors::BufferId> k_pool_buffers, v_pool_buffers;
   for (std::size_t i = 0; i < c.layers.size(); ++i) {
@@ -143,7 +145,9 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   args.num_layers = static_cast<std::int32_t>(layers.size());
   args.path = o.path == StackedPathRequest::kStacked    ? KVC_STACKED_PATH_STACKED
               : o.path == StackedPathRequest::kPerLayer ? KVC_STACKED_PATH_PER_LAYER
+              : o.path == StackedPathRequest::kFused    ? KVC_STACKED_PATH_FUSED
                                                         : KVC_STACKED_PATH_AUTO;
+  args.commit_lens = commit_lens;
   args.gemm = o.gemm == StackedGemm::kAnyOrder ? KVC_GEMM_ANY_ORDER : KVC_GEMM_EXACT_ORDER;
 
   // The stacked parameters, as the policy says (the stacked path needs them).
@@ -204,7 +208,7 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
     r.projection.resize(bytes.size() / 2);
     if (!bytes.empty()) std::memcpy(r.projection.data(), bytes.data(), bytes.size());
   }
-  r.path = path_taken == KVC_STACKED_PATH_STACKED ? StackedPath::kStacked : StackedPath::kPerLayer;
+  r.path = abi::stacked_path_of(path_taken).value_or(StackedPath::kPerLayer);
   return Status::Ok();
 }
 

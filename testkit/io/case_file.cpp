@@ -166,13 +166,17 @@ json stacked_case_to_json(const StackedCtxKvCase& c, const StackedProfile& profi
                           {"k_pool", tensor_meta_to_json(l.k_pool)},
                           {"v_pool", tensor_meta_to_json(l.v_pool)}});
   }
-  return json{{"contract_version", kContractVersion},
-              {"op", "stacked_ctx_kv"},
-              {"stacked_profile", stacked_profile_name(profile)},
-              {"x", tensor_to_json(c.x)},
-              {"positions", tensor_to_json(c.positions)},
-              {"cache_loc", tensor_to_json(c.cache_loc)},
-              {"layers", std::move(layers)}};
+  json j{{"contract_version", kContractVersion},
+         {"op", "stacked_ctx_kv"},
+         {"stacked_profile", stacked_profile_name(profile)},
+         {"x", tensor_to_json(c.x)},
+         {"positions", tensor_to_json(c.positions)},
+         {"cache_loc", tensor_to_json(c.cache_loc)},
+         {"layers", std::move(layers)}};
+  // Prefix-valid writes (docs/contract.md §7): written only when present, so a file without them
+  // is the file every earlier build wrote.
+  if (c.has_commit_lens()) j["commit_lens"] = tensor_to_json(c.commit_lens);
+  return j;
 }
 
 StackedCtxKvCase stacked_case_from_json(const json& j) {
@@ -191,6 +195,7 @@ StackedCtxKvCase stacked_case_from_json(const json& j) {
     c.x = tensor_from_json(j.at("x"));
     c.positions = tensor_from_json(j.at("positions"));
     c.cache_loc = tensor_from_json(j.at("cache_loc"));
+    if (j.contains("commit_lens")) c.commit_lens = tensor_from_json(j.at("commit_lens"));
     for (const json& lj : j.at("layers")) {
       StackedCtxKvLayer l;
       l.qkv_weight = tensor_from_json(lj.at("qkv_weight"));

@@ -51,10 +51,28 @@ struct StackedCtxKvLayer {
 struct StackedCtxKvCase {
   HostTensor x;          // [T, hidden] bf16 or fp16: the storage dtype D of every output
   HostTensor positions;  // [T] int64
-  HostTensor cache_loc;  // [T] int64; a negative entry skips the token (nothing written)
+  // [T] int64; a negative entry skips the token (nothing written). With commit_lens: [B, S],
+  // T = B * S, row-major (token t is (t / S, t % S)).
+  HostTensor cache_loc;
+  // Prefix-valid writes (docs/contract.md §4.5, version 3): absent, or [B] int64 with cache_loc
+  // [B, S]; token (b, s) writes iff s < commit_lens[b], then the cache_loc policy applies. The
+  // cache_loc entries of the other tokens are never read.
+  HostTensor commit_lens;
   std::vector<StackedCtxKvLayer> layers;
 
   std::int64_t num_tokens() const { return x.meta.rank() >= 1 ? x.meta.size(0) : 0; }
+  bool has_commit_lens() const { return commit_lens.present; }
+  // S, the tokens per commit row: cache_loc's last size with commit lengths (validated), else 1.
+  std::int64_t commit_row_length() const {
+    return commit_lens.present && cache_loc.meta.rank() == 2 ? cache_loc.meta.size(1) : 1;
+  }
+  // Whether token t lies in its row's committed prefix (always, without commit lengths). Values
+  // are read: the case must be validated (commit_lens [B] with cache_loc [B, S]).
+  bool committed(std::int64_t t) const {
+    if (!commit_lens.present) return true;
+    const std::int64_t s = commit_row_length();
+    return t % s < commit_lens.load<std::int64_t>(t / s);
+  }
   std::int64_t hidden() const { return x.meta.rank() == 2 ? x.meta.size(1) : 0; }
   DType storage_dtype() const { return x.meta.dtype; }
   int num_layers() const { return static_cast<int>(layers.size()); }
@@ -79,17 +97,27 @@ struct StackedCtxKvOutputs {
   std::vector<std::vector<std::uint8_t>> v_pools;
 };
 
-// The two ways of computing the op. Both follow the contract's order of operations, so they give
-// the same bytes; only the number of projection GEMMs differs.
+// The three ways of computing the op (docs/contract.md §4.5). All follow the contract's order of
+// operations, so under one profile they give the same bytes; they differ in how the projection is
+// organised.
 enum class StackedPath : std::uint8_t {
   kPerLayer = 0,  // one projection per layer, then that layer's epilogue
   kStacked = 1,   // one projection over every layer's KV rows, then one epilogue for all layers
+  kFused = 2,     // per (token, layer, kv head): its K and V rows projected and the epilogue run at once
 };
 
-// What a caller asks for: the stacked path when the model is eligible (kAuto), or one path.
-// Forcing kStacked on an ineligible model is rejected (E157).
-enum class StackedPathRequest : std::uint8_t { kAuto = 0, kPerLayer = 1, kStacked = 2 };
+// What a caller asks for: kAuto takes the fused path when the model is eligible for it, else the
+// stacked path when eligible, else per layer (docs/contract.md §4.5); or one path. Forcing
+// kStacked or kFused on a model ineligible for it is rejected (E157).
+enum class StackedPathRequest : std::uint8_t { kAuto = 0, kPerLayer = 1, kStacked = 2, kFused = 3 };
 
-inline const char* path_name(StackedPath p) { return p == StackedPath::kStacked ? "stacked" : "per-layer"; }
+inline const char* path_name(StackedPath p) {
+  switch (p) {
+    case StackedPath::kPerLayer: return "per-layer";
+    case StackedPath::kStacked: return "stacked";
+    case StackedPath::kFused: return "fused";
+  }
+  return "unknown";
+}
 
 }  // namespace kvc

@@ -14,6 +14,7 @@
 
 #include "kvc/stacked_ctx_kv_case.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
+#include "kvc/stacked_fused_eligibility.h"
 #include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 #include "kvc/validate.h"
@@ -37,15 +38,19 @@ inline bool writes_slot(std::int64_t loc, CacheLocPolicy policy) {
 // covering its pool view. Safe on an unvalidated case (malformed pool metadata: E129).
 Status validate_stacked_ctx_kv_outputs(const StackedCtxKvCase& c, const StackedCtxKvOutputs& out);
 
-// The path a request takes on a model of the given eligibility; kStacked on an ineligible model
-// is rejected (E157, the detail names the reason and the layer).
-Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& eligibility, StackedPath* path);
+// The path a request takes on a model of the given eligibilities (docs/contract.md §4.5): kAuto
+// the fused path when `fused` is eligible, else the stacked path when `stacked` is, else per
+// layer; kStacked or kFused on a model ineligible for it is rejected (E157, the detail names the
+// path, the reason and the layer).
+Status resolve_stacked_path(StackedPathRequest request, const StackedEligibility& stacked,
+                            const FusedEligibility& fused, StackedPath* path);
 
-// Codes that belong to this op's rules (the numbers the op was assigned: 140-159, 210-219,
-// 310-319). The insert ops' rule matrices leave them to this op's own negative tests.
+// Codes that belong to this op's rules (the numbers the op was assigned: 140-169, 210-219,
+// 310-319; 160-169 since contract version 3, when 140-159 were used up). The insert ops' rule
+// matrices leave them to this op's own negative tests.
 constexpr bool is_stacked_ctx_kv_code(ErrorCode code) {
   const int n = static_cast<int>(code);
-  return (n >= 140 && n <= 159) || (n >= 210 && n <= 219) || (n >= 310 && n <= 319);
+  return (n >= 140 && n <= 169) || (n >= 210 && n <= 219) || (n >= 310 && n <= 319);
 }
 
 }  // namespace kvc

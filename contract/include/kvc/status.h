@@ -60,15 +60,17 @@ namespace kvc {
   X(kStackedNormWeightInvalid,         148, "stacked_ctx_kv: a K-norm weight must be contiguous [head_dim] of the weight's dtype") \
   X(kStackedHeadGeometry,              149, "stacked_ctx_kv: head_dim must be even in [2, 512], kv heads >= 1, q_size >= 0") \
   X(kStackedPositionsInvalid,          150, "stacked_ctx_kv: positions must be contiguous 1-D int64, one per token") \
-  X(kStackedCacheLocInvalid,           151, "stacked_ctx_kv: cache_loc must be contiguous 1-D int64, one per token") \
+  X(kStackedCacheLocInvalid,           151, "stacked_ctx_kv: cache_loc must be contiguous int64, [tokens] (or [B, S] with commit_lens, B * S == tokens)") \
   X(kStackedCosSinInvalid,             152, "stacked_ctx_kv: a rotary table must be contiguous float32 [max_pos, head_dim]") \
   X(kStackedPoolDtype,                 153, "stacked_ctx_kv: K and V pools must have x's dtype")           \
   X(kStackedPoolShape,                 154, "stacked_ctx_kv: K and V pools must be [slots, kv heads, head_dim]") \
   X(kStackedPoolStride,                155, "stacked_ctx_kv: a pool slot must be contiguous: stride(2) == 1, stride(1) == head_dim") \
   X(kStackedDeviceMismatch,            156, "stacked_ctx_kv: every tensor must be on x's device")          \
-  X(kStackedPathIneligible,            157, "stacked_ctx_kv: the stacked path was requested for an ineligible model") \
+  X(kStackedPathIneligible,            157, "stacked_ctx_kv: the stacked or fused path was requested for a model ineligible for it") \
   X(kStackedParamsMismatch,            158, "stacked_ctx_kv: the stacked weight and bias must be the layers' KV rows, concatenated") \
   X(kStackedNegativeCacheLoc,          159, "stacked_ctx_kv: a negative cache_loc entry under the slot-0-reserved cache_loc policy") \
+  X(kStackedCommitLensInvalid,         160, "stacked_ctx_kv: commit_lens must be contiguous 1-D int64 [B] with cache_loc [B, S]") \
+  X(kStackedCommitLenOutOfRange,       161, "stacked_ctx_kv: a commit length lies outside [0, S]") \
   X(kStoreIndicesInvalid,              131, "store indices must be contiguous 1-D int32 or int64")        \
   X(kStoreIndicesRowMismatch,          132, "the store op takes exactly one index per row")               \
   X(kStoreCacheNotPacked,              133, "the store op writes packed records: its cache must be uint8") \

@@ -34,16 +34,18 @@ std::string structural_defects(const kvc_stacked_ctx_kv_args& a) {
   }
   return first_structural_defect({{a.stacked_weight, "stacked_weight", Presence::kOptional},
                                   {a.stacked_bias, "stacked_bias", Presence::kOptional},
-                                  {a.projection, "projection", Presence::kOptional}});
+                                  {a.projection, "projection", Presence::kOptional},
+                                  {stacked_commit_lens(a), "commit_lens", Presence::kOptional}});
 }
 
 // The call's metadata as the contract's case. A dtype the contract does not know becomes one that
 // the tensor's own rule rejects.
 void describe(const kvc_stacked_ctx_kv_args& a, StackedCtxKvCase& c) {
   c = StackedCtxKvCase{};
-  c.x = metadata_tensor(*a.x, DType::kF32);                  // -> E140
-  c.positions = metadata_tensor(*a.positions, DType::kF32);  // -> E150
-  c.cache_loc = metadata_tensor(*a.cache_loc, DType::kF32);  // -> E151
+  c.x = metadata_tensor(*a.x, DType::kF32);                                                                // -> E140
+  c.positions = metadata_tensor(*a.positions, DType::kF32);                                                // -> E150
+  c.cache_loc = metadata_tensor(*a.cache_loc, DType::kF32);                                                // -> E151
+  if (const DLTensor* lens = stacked_commit_lens(a)) c.commit_lens = metadata_tensor(*lens, DType::kF32);  // -> E160
   for (int i = 0; i < a.num_layers; ++i) {
     const kvc_stacked_ctx_kv_layer& in = a.layers[i];
     StackedCtxKvLayer l;
@@ -63,6 +65,10 @@ void describe(const kvc_stacked_ctx_kv_args& a, StackedCtxKvCase& c) {
 }
 
 }  // namespace
+
+const DLTensor* stacked_commit_lens(const kvc_stacked_ctx_kv_args& a) {
+  return a.struct_size >= KVC_ABI_END_OF(kvc_stacked_ctx_kv_args, commit_lens) ? a.commit_lens : nullptr;
+}
 
 Outcome check_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, StackedCtxKvCase* c) {
   if (std::string d = args_defect(a, KVC_ABI_END_OF(kvc_stacked_ctx_kv_args, path_taken), "kvc_stacked_ctx_kv_args");

@@ -268,12 +268,18 @@ KVC_ABI_EXPORT int kvc_store_rotated(const kvc_store_rotated_args* args, void* s
  * order (KVC_GEMM_EXACT_ORDER); a library that cannot returns KVC_STATUS_UNSUPPORTED for it. A
  * model is eligible for the stacked path when no layer is quantized, every eps is equal, the bias
  * is on all layers or none, and head_dim, kv heads, weight dtype and the rotary table (the same
- * tensor) are equal; KVC_STACKED_PATH_AUTO takes the stacked path exactly then, and when
- * stacked_weight is given. */
+ * tensor) are equal. Since 1.3 the fused path (docs/contract.md §4.5): per (token, layer, kv
+ * head), that head's K and V rows projected and the epilogue run in one kernel, no projection
+ * scratch; eligible when every layer is unquantized with bf16 weights, x and the pools are bf16,
+ * no layer has a bias, and head_dim, kv size, the rotary table (the same tensor) and eps are
+ * equal. KVC_STACKED_PATH_AUTO takes the fused path when the model is eligible for it and the
+ * library implements it, else the stacked path when eligible and stacked_weight is given, else
+ * per layer; path_taken says which. */
 typedef enum kvc_stacked_path {
   KVC_STACKED_PATH_AUTO = 0,
   KVC_STACKED_PATH_PER_LAYER = 1,
-  KVC_STACKED_PATH_STACKED = 2 /* an ineligible model is rejected (157) */
+  KVC_STACKED_PATH_STACKED = 2, /* an ineligible model is rejected (157) */
+  KVC_STACKED_PATH_FUSED = 3    /* since 1.3; an ineligible model is rejected (157) */
 } kvc_stacked_path;
 
 typedef enum kvc_projection_gemm {
@@ -309,6 +315,10 @@ typedef struct kvc_stacked_ctx_kv_args {
   const DLTensor* stacked_bias;           /* [sum of 2 * kv_size] when the layers have biases, else NULL */
   const DLTensor* projection; /* optional output [T, sum of 2 * kv_size] in x's dtype: the stored GEMM result */
   int32_t* path_taken;        /* optional host output: the kvc_stacked_path that ran */
+  /* Since 1.3 (read only when struct_size covers it): prefix-valid writes, NULL or [B] int64; with
+   * it cache_loc is [B, S] int64 (T = B * S, row-major) and token (b, s) writes iff
+   * s < commit_lens[b], then the cache_loc rule applies (docs/contract.md §4.5). */
+  const DLTensor* commit_lens;
 } kvc_stacked_ctx_kv_args;
 
 KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,

@@ -1,14 +1,19 @@
 // stacked_ctx_kv.h: host API of the stacked context-KV projection (docs/contract.md §4.5).
 //
-// Two paths over the same two stages. The projection stage is a GEMM x [T, hidden] times the KV
-// rows of the weights, the bias added once, rounded to the storage dtype D, into a projection
-// matrix [T, sum of every layer's 2 * kv_size] (layer l's K then V columns at its column offset).
-// The epilogue stage is one kernel: for every written token (cache_loc >= 0) and every kv head of
-// the layers it covers, the K-norm on the stored K, NeoX RoPE, and the K and V pool writes.
+// Three paths. The per-layer and stacked paths run two stages. The projection stage is a GEMM x [T, hidden] times the
+// KV rows of the weights, the bias added once, rounded to the storage dtype D, into a projection matrix [T, sum of
+// every layer's 2 * kv_size] (layer l's K then V columns at its column offset). The epilogue stage is one kernel: for
+// every written token (cache_loc >= 0) and every kv head of the layers it covers, the K-norm on the stored K, NeoX
+// RoPE, and the K and V pool writes.
 //  - Stacked path: one GEMM over the stacked weight (all layers' KV rows), one epilogue launch for
 //    every layer.
 //  - Per-layer path: per layer, one GEMM over that layer's KV rows into its columns, then the
 //    epilogue launch for that layer alone.
+//  - Fused path (stacked_ctx_kv_fused.cu): one kernel; per (token, layer, kv head) a block
+//    computes that head's K and V projection rows (the exact-order chain per element, from the
+//    layer's own weight) and runs the epilogue on them, writing the pools; no projection scratch
+//    (the projection output is written only when `projection` is given). It has one order: gemm
+//    kCublas on this path runs the same exact-order chain (the result lies within any budget).
 // Two GEMMs: kExactOrder, a CUDA-core GEMM whose every element is the contract's sequential fma
 // chain (so both paths and the oracle agree bit for bit), and kCublas, cuBLASLt with 16-bit
 // inputs, fp32 accumulation and the bias epilogue (x and weights in one dtype), which sums in its
@@ -51,7 +56,11 @@ struct StackedCtxKvParams {
   std::int64_t tokens = 0;
   std::int64_t hidden = 0;
   const std::int64_t* positions = nullptr;
-  const std::int64_t* cache_loc = nullptr;
+  const std::int64_t* cache_loc = nullptr;  // [tokens], or [B, S] with commit_lens
+  // Prefix-valid writes: [B] or null; token t writes only if t % S < commit_lens[t / S], with S
+  // = commit_row_length (docs/contract.md §4.5).
+  const std::int64_t* commit_lens = nullptr;
+  std::int64_t commit_row_length = 1;
   int num_layers = 0;
   StackedLayerDevice layers[kMaxStackedLayers];
   StackedPath path = StackedPath::kPerLayer;

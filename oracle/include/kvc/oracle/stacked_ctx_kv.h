@@ -10,8 +10,13 @@
 // The per-layer path runs this layer by layer from each layer's own tensors. The stacked path
 // builds (or takes from a StackedParamCache) the stacked parameters, runs one projection over
 // every layer's KV rows and one epilogue for all layers from the stacked norm weights, eps and
-// table. The order of operations is the same, so both give the same bytes; the tests hold them to
-// that, byte for byte.
+// table. The fused path (stacked_ctx_kv_fused.h) projects and finishes one (token, layer, kv head)
+// at a time. The order of operations is the same, so all three give the same bytes; the tests
+// hold them to that, byte for byte. AUTO takes the fused path when the model is eligible for it,
+// else the stacked path when eligible, else per layer (docs/contract.md §4.5).
+//
+// With commit lengths (prefix-valid writes) a token outside its row's committed prefix writes
+// nothing, whatever its cache_loc entry holds.
 //
 // Every token is projected (the projection is the op's GEMM, which a kernel runs over all T rows);
 // only tokens whose cache_loc writes (>= 0; > 0 with slot 0 reserved) go through the epilogue.
@@ -29,6 +34,7 @@
 #include "kvc/oracle/stacked_ctx_kv_params.h"
 #include "kvc/stacked_ctx_kv_case.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
+#include "kvc/stacked_fused_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
 #include "kvc/stacked_profile.h"
 #include "kvc/status.h"
@@ -52,6 +58,7 @@ struct StackedCtxKvOptions {
 struct StackedCtxKvRun {
   StackedPath path = StackedPath::kPerLayer;
   StackedEligibility eligibility;
+  FusedEligibility fused_eligibility;
   // The stored projection, [T, projection_width()] 16-bit values of D: layer l's K rows then its
   // V rows at column projection_column(l). The same matrix on both paths.
   std::vector<std::uint16_t> projection;

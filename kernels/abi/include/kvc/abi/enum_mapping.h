@@ -100,13 +100,33 @@ constexpr std::optional<StackedPathRequest> stacked_path_request_of(std::int32_t
     case KVC_STACKED_PATH_AUTO: return StackedPathRequest::kAuto;
     case KVC_STACKED_PATH_PER_LAYER: return StackedPathRequest::kPerLayer;
     case KVC_STACKED_PATH_STACKED: return StackedPathRequest::kStacked;
+    case KVC_STACKED_PATH_FUSED: return StackedPathRequest::kFused;
     default: return std::nullopt;
   }
 }
 
 // The kvc_stacked_path that names the path taken (path_taken).
 constexpr std::int32_t abi_stacked_path(StackedPath p) {
-  return p == StackedPath::kStacked ? KVC_STACKED_PATH_STACKED : KVC_STACKED_PATH_PER_LAYER;
+  switch (p) {
+    case StackedPath::kPerLayer: return KVC_STACKED_PATH_PER_LAYER;
+    case StackedPath::kStacked: return KVC_STACKED_PATH_STACKED;
+    case StackedPath::kFused: return KVC_STACKED_PATH_FUSED;
+  }
+  return KVC_STACKED_PATH_PER_LAYER;
 }
+
+// The path a path_taken number names; nothing for a number that names no path (AUTO included).
+constexpr std::optional<StackedPath> stacked_path_of(std::int32_t path_taken) {
+  switch (path_taken) {
+    case KVC_STACKED_PATH_PER_LAYER: return StackedPath::kPerLayer;
+    case KVC_STACKED_PATH_STACKED: return StackedPath::kStacked;
+    case KVC_STACKED_PATH_FUSED: return StackedPath::kFused;
+    default: return std::nullopt;
+  }
+}
+
+static_assert(abi_stacked_path(StackedPath::kFused) == KVC_STACKED_PATH_FUSED, "kvc_stacked_path vs StackedPath");
+static_assert(*stacked_path_request_of(KVC_STACKED_PATH_FUSED) == StackedPathRequest::kFused,
+              "kvc_stacked_path vs StackedPathRequest");
 
 }  // namespace kvc::abi

@@ -16,6 +16,10 @@
 
 namespace kvc::abi {
 
+// commit_lens when the caller's struct_size covers the field (since 1.3), else NULL: a caller
+// built against 1.2 has no prefix-valid writes.
+const DLTensor* stacked_commit_lens(const kvc_stacked_ctx_kv_args& a);
+
 // OK with *c the call's case, or the outcome that rejects the call (*c then unspecified).
 Outcome check_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, StackedCtxKvCase* c);
 
