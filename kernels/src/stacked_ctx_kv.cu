@@ -1,12 +1,17 @@
 // stacked_ctx_kv.cu: the stacked context-KV epilogue kernel and both paths (see stacked_ctx_kv.h).
 //
 // The epilogue: one warp per (token, layer, kv head). The warp stages the head's stored K in
-// shared memory (widened) and copies its V to the pool; lane 0 sums the squares in dim order
-// (the contract's sequential chain, docs/contract.md §4.5 step 2: no lanes, no tree) and takes
-// the correctly rounded rsqrt; then every lane normalises and rotates its NeoX pairs (d, d + hd/2)
-// with explicitly rounded intrinsics, storing each value rounded to D, and writes K to the pool.
-// A token with cache_loc < 0 is skipped, as is (on the device, for unvalidated calls) one whose
-// cache_loc lies outside either pool or whose position lies outside the layer's table.
+// shared memory (widened) and copies its V to the pool; the sum of squares is taken in the
+// declared order (docs/contract.md §4.5 step 2, §6.2.1): sequentially by lane 0 (the contract's
+// chain), or as the lane tree (each lane its ceil(hd/32) contiguous dims with fma, then the §1.3
+// butterfly); r is the correctly rounded rsqrt or the approximate reciprocal (PTX sqrt.approx,
+// then a correctly rounded division); then every lane normalises and rotates its NeoX pairs
+// (d, d + hd/2) under the declared contraction with explicitly rounded intrinsics, storing each
+// value rounded to D, and writes K to the pool. Every policy is a kernel argument, so its branch
+// is uniform across the warp and costs a predicate, not a divergence.
+// A token with cache_loc < 0 (or 0 with slot 0 reserved) is skipped, as is (on the device, for
+// unvalidated calls) one whose cache_loc lies outside either pool or whose position lies outside
+// the layer's table.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -47,6 +52,11 @@ struct EpilogueArgs {
   std::int64_t tokens;
   std::int64_t heads_per_token;  // sum of the covered layers' kv heads
   bool fp16;                     // storage dtype D
+  // The profile's policies (StackedCtxKvParams::profile), as flags the kernel branches on.
+  bool rope_fma_pair;
+  bool lane_tree;  // kLaneTree, and kUnspecified (summed as the lane tree)
+  bool approximate_reciprocal;
+  bool slot_zero_reserved;
   int num_layers;
   EpilogueLayer layer[kMaxStackedLayers];
 };
@@ -60,6 +70,46 @@ __device__ __forceinline__ std::uint16_t narrow(float v, bool fp16) {
 
 constexpr int kEpilogueWarps = detail::kWarpsPerBlock;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+// The K-norm's sum of squares over e[0..hd), the same value in every lane. Sequential: lane 0's
+// fma chain in dim order, broadcast. Lane tree: lane L's chain over [L k, min(hd, (L + 1) k)),
+// k = ceil(hd / 32) (empty lanes hold 0), then the butterfly of docs/contract.md §1.3 (masks 16,
+// 8, 4, 2, 1, acc[L] + acc[L xor m]: IEEE addition commutes, so every lane ends with one value).
+__device__ __forceinline__ float sum_of_squares(const float* e, int hd, int lane, bool lane_tree) {
+  float acc = 0.0f;
+  if (lane_tree) {
+    const int per_lane = (hd + kWarpLanes - 1) / kWarpLanes;
+    const int end = min(hd, (lane + 1) * per_lane);
+    for (int d = lane * per_lane; d < end; ++d) acc = __fmaf_rn(e[d], e[d], acc);
+    for (int m = kWarpLanes / 2; m >= 1; m /= 2) acc = __fadd_rn(acc, __shfl_xor_sync(kFullMask, acc, m));
+    return acc;
+  }
+  if (lane == 0)
+    for (int d = 0; d < hd; ++d) acc = __fmaf_rn(e[d], e[d], acc);
+  return __shfl_sync(kFullMask, acc, 0);
+}
+
+// r from ms + eps: rsqrt_rn, or the approximate reciprocal: PTX sqrt.approx.f32 (relative error
+// <= 2^-23), then the correctly rounded division 1/s (docs/contract.md §6.2.1: within 4 ulps).
+__device__ __forceinline__ float k_norm_reciprocal(float mean_eps, bool approximate) {
+  if (!approximate) return __frsqrt_rn(mean_eps);
+  float root;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(root) : "f"(mean_eps));
+  return __fdiv_rn(1.0f, root);
+}
+
+// One NeoX pair under the declared contraction: the contract's (rope_pair, docs/contract.md §2.7)
+// or the CUDA pair, whose second output is fma(b, c, fl(a*s)).
+__device__ __forceinline__ void rotate_pair(float& a, float& b, float c, float s, bool fma_pair) {
+  if (!fma_pair) {
+    rope_pair(a, b, c, s);
+    return;
+  }
+  const float first = __fmaf_rn(a, c, -__fmul_rn(b, s));
+  const float second = __fmaf_rn(b, c, __fmul_rn(a, s));
+  a = first;
+  b = second;
+}
 
 __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_kernel(EpilogueArgs a, int max_head_dim) {
   extern __shared__ float staged[];  // kEpilogueWarps * max_head_dim
@@ -77,7 +127,7 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
     const EpilogueLayer& L = a.layer[l];
     const std::int64_t slot = a.cache_loc[t];
     const std::int64_t position = a.positions[t];
-    if (slot < 0 || slot >= L.slots || position < 0 || position >= L.max_pos) continue;
+    if (slot < (a.slot_zero_reserved ? 1 : 0) || slot >= L.slots || position < 0 || position >= L.max_pos) continue;
 
     const int hd = L.head_dim;
     const std::int64_t kv_size = static_cast<std::int64_t>(L.num_kv_heads) * hd;
@@ -90,14 +140,9 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
       v_dst[d] = v_src[d];
     }
     __syncwarp();
-    float r = 0.0f;
-    if (lane == 0) {
-      float sum = 0.0f;
-      for (int d = 0; d < hd; ++d) sum = __fmaf_rn(e[d], e[d], sum);
-      const float inv_hd = __fdiv_rn(1.0f, static_cast<float>(hd));
-      r = __frsqrt_rn(__fmaf_rn(sum, inv_hd, L.eps));
-    }
-    r = __shfl_sync(kFullMask, r, 0);
+    const float sum = sum_of_squares(e, hd, lane, a.lane_tree);
+    const float inv_hd = __fdiv_rn(1.0f, static_cast<float>(hd));
+    const float r = k_norm_reciprocal(__fmaf_rn(sum, inv_hd, L.eps), a.approximate_reciprocal);
     const int half = hd / 2;
     const float* cs = L.cos_sin + position * hd;
     for (int d = lane; d < half; d += kWarpLanes) {
@@ -107,7 +152,7 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
       float second =
           widen(narrow(__fmul_rn(__fmul_rn(e[d + half], r), widen(L.k_norm_weight[d + half], L.weight_fp16)), a.fp16),
                 a.fp16);
-      rope_pair(first, second, cs[d], cs[half + d]);
+      rotate_pair(first, second, cs[d], cs[half + d], a.rope_fma_pair);
       k_dst[d] = narrow(first, a.fp16);
       k_dst[d + half] = narrow(second, a.fp16);
     }
@@ -143,6 +188,10 @@ cudaError_t launch_epilogue(const StackedCtxKvParams& p, const std::uint16_t* pr
   a.cache_loc = p.cache_loc;
   a.tokens = p.tokens;
   a.fp16 = p.x_fp16;
+  a.rope_fma_pair = p.profile.rope == StackedRope::kCudaFmaPair;
+  a.lane_tree = p.profile.reduction != KNormReduction::kSequential;
+  a.approximate_reciprocal = p.profile.reciprocal == KNormReciprocal::kApproximate;
+  a.slot_zero_reserved = p.profile.cache_loc == CacheLocPolicy::kSlotZeroReserved;
   a.num_layers = count;
   int max_head_dim = 0;
   std::int64_t column = 0;
