@@ -73,9 +73,8 @@ TEST(StackedJudgeRunProfiles, EachRunIsHeldToTheProfileItCarries) {
             VerdictKind::kMismatch);
   // A run that carries the wrong profile fails too, whatever the judgment's default.
   contract.profile = spec("rope=fma-pair");
-  EXPECT_EQ(
-      testkit::judge_stacked(c, {}, StackedGemm::kExactOrder, {contract}, "ctest", spec("rope=fma-pair")).kind,
-      VerdictKind::kMismatch);
+  EXPECT_EQ(testkit::judge_stacked(c, {}, StackedGemm::kExactOrder, {contract}, "ctest", spec("rope=fma-pair")).kind,
+            VerdictKind::kMismatch);
 }
 
 TEST(StackedJudgeRunProfiles, RunsOfTwoProfilesAreNotComparedWithEachOtherOnASample) {
@@ -83,9 +82,8 @@ TEST(StackedJudgeRunProfiles, RunsOfTwoProfilesAreNotComparedWithEachOtherOnASam
   StackedRun contract = oracle_run(c, contract_stacked_profile(), "per-layer run");
   StackedRun pair = oracle_run(c, spec("rope=fma-pair"), "fused run");
   pair.profile = spec("rope=fma-pair");
-  const testkit::Verdict v =
-      testkit::judge_stacked(c, testkit::sample_tokens(c.num_tokens(), 3, 1), StackedGemm::kExactOrder,
-                             {contract, pair}, "ctest");
+  const testkit::Verdict v = testkit::judge_stacked(c, testkit::sample_tokens(c.num_tokens(), 3, 1),
+                                                    StackedGemm::kExactOrder, {contract, pair}, "ctest");
   EXPECT_EQ(v.kind, VerdictKind::kMatch) << v.report;
 }
 

@@ -52,12 +52,15 @@ TEST(StackedPathHole, TheStackedPathOnALayerShapeThatDiffersFailsNamingTheLayerA
     StackedIneligibility reason;
     std::string why;
   };
-  for (const Expect& e : {Expect{StackedIneligibility::kHeadDimDiffers, "head_dim differs at layer 2: head_dim 32 vs "
-                                                                        "layer 0's 64"},
-                          Expect{StackedIneligibility::kKvHeadsDiffers, "kv heads differ at layer 3: 3 kv heads vs "
-                                                                        "layer 0's 2"},
-                          Expect{StackedIneligibility::kDtypeDiffers, "dtype differs at layer 1: float16 weights vs "
-                                                                      "layer 0's bfloat16"}}) {
+  for (const Expect& e : {Expect{StackedIneligibility::kHeadDimDiffers,
+                                 "head_dim differs at layer 2: head_dim 32 vs "
+                                 "layer 0's 64"},
+                          Expect{StackedIneligibility::kKvHeadsDiffers,
+                                 "kv heads differ at layer 3: 3 kv heads vs "
+                                 "layer 0's 2"},
+                          Expect{StackedIneligibility::kDtypeDiffers,
+                                 "dtype differs at layer 1: float16 weights vs "
+                                 "layer 0's bfloat16"}}) {
     const StackedCtxKvCase c = cases::build_eligibility_case(scenario(e.reason));
     // No required path: the check holds for any call, not only the fallback check's.
     const testkit::Verdict v =
@@ -81,8 +84,8 @@ TEST(StackedPathHole, ARequiredPathDoesNotHideTheHolesLine) {
 TEST(StackedPathHole, TheStackedPathOnAnEligibleModelAndThePerLayerPathOnAnIneligibleOnePass) {
   testkit::StackedCtxKvShape shape = cases::upstream_stacked_shape(DType::kBF16, false);
   const StackedCtxKvCase eligible = testkit::make_stacked_ctx_kv_case(shape);
-  EXPECT_EQ(testkit::judge_stacked(eligible, {}, StackedGemm::kExactOrder,
-                                   {fake_run(eligible, StackedPath::kStacked)}, "ctest")
+  EXPECT_EQ(testkit::judge_stacked(eligible, {}, StackedGemm::kExactOrder, {fake_run(eligible, StackedPath::kStacked)},
+                                   "ctest")
                 .kind,
             VerdictKind::kMatch);
   const StackedCtxKvCase ineligible = cases::build_eligibility_case(scenario(StackedIneligibility::kKvHeadsDiffers));
