@@ -53,6 +53,7 @@ void stacked_suite(const RunOptions& options, const testkit::KernelLibrary& libr
   sink.begin_suite("kernel stacked: the stacked context-KV projection against the oracle", all.size());
   if (all.empty()) return;
   testkit::StackedCtxKvDevice device(library);
+  device.set_profile_override(options.stacked_profile);  // else each run's path's declaration
   for (const StackedCell& cell : all) {
     const Stopwatch clock;
     // The storage dtype is x's, the shape's in every cell (an ineligible layer changes its own
