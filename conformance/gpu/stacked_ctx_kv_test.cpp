@@ -311,6 +311,21 @@ TEST(StackedDeviceSkip, OutOfRangeCacheLocAndPositionsAreSkippedOnTheDevice) {
 
 // ---- the declared stacked profile ---------------------------------------------------------------
 
+// Every token of the policy-sensitive shape against the oracle under the declared profile: where
+// a library that declares another profile than the one it runs cannot pass by chance.
+class StackedPolicySensitive : public ::testing::TestWithParam<cases::StackedSpec> {};
+
+TEST_P(StackedPolicySensitive, ExactOrderEveryTokenUnderTheDeclaredProfile) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kExactOrder, std::vector<std::int64_t>{},
+                           "StackedPolicySensitive.*" + GetParam().name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, StackedPolicySensitive, ::testing::ValuesIn(cases::stacked_policy_matrix()),
+                         [](const ::testing::TestParamInfo<cases::StackedSpec>& p) { return p.param.name; });
+
 TEST(StackedDeclaredProfile, EveryRunIsJudgedUnderThePolicyOfThePathItTookAndTheReportSaysWhich) {
   KVC_REQUIRE_CUDA_DEVICE();
   const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(cases::upstream_stacked_shape(DType::kF16, false));

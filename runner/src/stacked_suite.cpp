@@ -35,7 +35,7 @@ std::vector<StackedCell> cells(const RunOptions& options) {
   std::vector<StackedCell> out;
   if (!options.selects(AbiOp::kStackedCtxKv)) return out;
   for (const std::vector<cases::StackedSpec>* matrix :
-       {&cases::stacked_upstream_matrix(), &cases::stacked_production_matrix()})
+       {&cases::stacked_upstream_matrix(), &cases::stacked_production_matrix(), &cases::stacked_policy_matrix()})
     for (const cases::StackedSpec& spec : *matrix)
       if (options.within_tokens(spec.shape.tokens))
         for (testkit::StackedCheck k : {testkit::StackedCheck::kExactOrder, testkit::StackedCheck::kAnyOrder})

@@ -2,8 +2,8 @@
 // docs/contract.md §4.5) against the oracle, through testkit's StackedCtxKvDevice.
 //
 //   stacked  the stacked registry (testkit/cases/stacked_ctx_kv_registry.h), trimmed by
-//            --max-tokens: <shape>_ExactOrder and <shape>_AnyOrder on the upstream and production
-//            shapes, <scenario>_AutoFallsBack on the eligibility scenarios. Each is
+//            --max-tokens: <shape>_ExactOrder and <shape>_AnyOrder on the upstream, production and
+//            policy-sensitive shapes, <scenario>_AutoFallsBack on the eligibility scenarios. Each is
 //            testkit::check_stacked (testkit/device/stacked_ctx_kv_checks.h), the checks
 //            gpu_stacked_ctx_kv_test runs, judged by the stacked judge
 //            (testkit/compare/stacked_ctx_kv_judge.h); the production shapes the oracle cannot
