@@ -761,11 +761,11 @@ def main():
                    + " (default all; a survivor of fewer phases is marked so). Splits a device run: the quick "
                    "runner phase for the whole catalog, then the ctest phases for its survivors (--only)")
     args = parser.parse_args()
+    if args.command == "check":
+        return cmd_check(args)
     args.kill_phases = [p.strip() for p in args.kill_phases.split(",") if p.strip()]
     if not args.kill_phases or any(p not in KERNEL_PHASES + OPTIONAL_KERNEL_PHASES for p in args.kill_phases):
         fail(f"--kill-phases wants a subset of {','.join(KERNEL_PHASES + OPTIONAL_KERNEL_PHASES)}")
-    if args.command == "check":
-        return cmd_check(args)
     if args.sample is not None and args.sample < 1:
         fail("--sample must be >= 1")
     return cmd_run(args)

@@ -2,10 +2,11 @@
 //
 // Each breaker of testkit::stacked_rule_breakers() applied to the small valid case: the oracle
 // rejects with the rule's code at the rule's level (and at strict), and the pools keep every byte;
-// a strict-only rule is accepted at the contract level. E157 for the fused path is a breaker row
-// that asks for that path; E157 for the stacked path (forced on an ineligible model) and E158
-// (stacked parameters of another shape) have their own negative tests here. A last test fails when a code of this op
-// has no negative test at all.
+// a strict-only rule is accepted at the contract level. The same again under the slot-0-reserved
+// cache_loc policy (the case laid out for it, plus its E159 row). E157 for the fused path is a breaker
+// row that asks for that path; E157 for the stacked path (forced on an ineligible model) and E158
+// (stacked parameters of another shape) have their own negative tests here. A last test fails when a
+// code of this op has no negative test at all.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -43,6 +44,35 @@ TEST_P(StackedInvalidInput, RejectedWithItsCodeAndNothingWritten) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, StackedInvalidInput, ::testing::ValuesIn(testkit::stacked_rule_breakers()),
+                         [](const ::testing::TestParamInfo<StackedRuleBreaker>& p) { return p.param.name; });
+
+// The same table under the slot-0-reserved cache_loc policy, on the base case laid out for it,
+// with its own E159 row: what a library declaring that policy is held to.
+class StackedInvalidInputSlotZeroReserved : public ::testing::TestWithParam<StackedRuleBreaker> {};
+
+TEST_P(StackedInvalidInputSlotZeroReserved, RejectedWithItsCodeAndNothingWritten) {
+  const StackedRuleBreaker& b = GetParam();
+  StackedCtxKvCase c = testkit::small_stacked_case(CacheLocPolicy::kSlotZeroReserved);
+  StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
+  oracle::StackedCtxKvOptions reserved;
+  reserved.profile.cache_loc = CacheLocPolicy::kSlotZeroReserved;
+  ASSERT_TRUE(oracle::stacked_ctx_kv(c, out, reserved).ok()) << "the base case must be valid under the policy";
+  out = testkit::make_stacked_outputs(c);
+  b.apply(c, out);
+  expect_rejected_at_its_level(
+      b.code, b.level, out,
+      [&](ValidationLevel level, StackedCtxKvOutputs& o) {
+        oracle::StackedCtxKvOptions options = reserved;
+        options.level = level;
+        return oracle::stacked_ctx_kv(c, o, options);
+      },
+      [](const StackedCtxKvOutputs& before, const StackedCtxKvOutputs& o) {
+        return o.k_pools != before.k_pools ? "a K pool" : o.v_pools != before.v_pools ? "a V pool" : "";
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, StackedInvalidInputSlotZeroReserved,
+                         ::testing::ValuesIn(testkit::stacked_rule_breakers(CacheLocPolicy::kSlotZeroReserved)),
                          [](const ::testing::TestParamInfo<StackedRuleBreaker>& p) { return p.param.name; });
 
 TEST(StackedRequests, ForcingTheStackedPathOnAnIneligibleModelIsE157) {
@@ -93,7 +123,8 @@ TEST(StackedRequests, StackedParametersOfAnotherShapeAreE158) {
 }
 
 TEST(StackedRules, EveryCodeOfTheOpHasANegativeTest) {
-  // E159 depends on the declared cache_loc policy: stacked_ctx_kv_policies_test.cpp breaks it.
+  // E159 depends on the declared cache_loc policy: StackedInvalidInputSlotZeroReserved above and
+  // stacked_ctx_kv_policies_test.cpp break it.
   std::set<ErrorCode> covered = {ErrorCode::kStackedPathIneligible, ErrorCode::kStackedParamsMismatch,
                                  ErrorCode::kStackedNegativeCacheLoc};
   for (const StackedRuleBreaker& b : testkit::stacked_rule_breakers()) covered.insert(b.code);

@@ -24,6 +24,9 @@
 //   reduction exceeds. The fused path without a projection output still writes the oracle's pools.
 // - The ABI's own validation (metadata rules, E158 for stacked parameters of another shape), the
 //   device-side skip of out-of-range cache_loc and positions, and zero tokens.
+// - Declared stacked policies (kernel ABI 1.3, docs/contract.md §6.2.1): every run is judged under
+//   the profile the library declares for the path it took, each case laid out for its cache_loc
+//   policy (slot 0 reserved: a skipped token at 0, not -1); the report names the profile.
 // Every test skips, with the reason, without a CUDA device or when the library does not export
 // kvc_stacked_ctx_kv.
 #include <gtest/gtest.h>
@@ -39,6 +42,7 @@
 #include "testkit/device/stacked_ctx_kv_device.h"
 #include "testkit/compare/stacked_ctx_kv_judge.h"
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
+#include "testkit/cases/stacked_cache_loc_layout.h"
 
 namespace kvc {
 namespace {
@@ -49,6 +53,17 @@ using testkit::StackedGemm;
 testkit::StackedCtxKvDevice& device() {
   static testkit::StackedCtxKvDevice d(gpu::kernel_library());
   return d;
+}
+
+// The library's cache_loc policy for the per-layer path (its declaration): cases sent without the
+// shared checks are laid out for it, and validated on the host under it.
+CacheLocPolicy cache_loc_policy(const StackedCtxKvCase& c) {
+  return device().case_profile(c.storage_dtype()).cache_loc;
+}
+StackedCtxKvCase laid_out(const StackedCtxKvCase& c) { return testkit::in_cache_loc_policy(c, cache_loc_policy(c)); }
+// The cache_loc entry that skips a token under the library's policy.
+std::int64_t skip_entry(const StackedCtxKvCase& c) {
+  return cache_loc_policy(c) == CacheLocPolicy::kSlotZeroReserved ? 0 : -1;
 }
 
 #define KVC_REQUIRE_STACKED_SUPPORT(c)                                \
@@ -69,6 +84,7 @@ DeviceResult run_device(const StackedCtxKvCase& c, StackedPathRequest path, Stac
   o.path = path;
   o.gemm = gemm;
   o.read_projection = true;
+  o.cache_loc = cache_loc_policy(c);
   const Status s = device().run(c, r.pools, o, &r.run);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return r;
@@ -253,7 +269,7 @@ TEST_P(StackedEligibilityOnDevice, AutoFallsBackToThePerLayerBytes) {
 
 TEST_P(StackedEligibilityOnDevice, ForcedStackedPathIsE157AndWritesNothing) {
   KVC_REQUIRE_CUDA_DEVICE();
-  const StackedCtxKvCase c = cases::build_eligibility_case(GetParam());
+  const StackedCtxKvCase c = laid_out(cases::build_eligibility_case(GetParam()));
   KVC_REQUIRE_STACKED_SUPPORT(c);
   StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
   StackedDeviceOptions o;
@@ -300,7 +316,7 @@ class StackedAbiValidation : public ::testing::TestWithParam<testkit::StackedRul
 
 TEST_P(StackedAbiValidation, RejectedWithItsCodeAndNothingWritten) {
   KVC_REQUIRE_CUDA_DEVICE();
-  StackedCtxKvCase c = testkit::small_stacked_case();
+  StackedCtxKvCase c = laid_out(testkit::small_stacked_case());
   KVC_REQUIRE_STACKED_SUPPORT(c);
   StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
   GetParam().apply(c, out);
@@ -316,12 +332,13 @@ INSTANTIATE_TEST_SUITE_P(Rules, StackedAbiValidation, ::testing::ValuesIn(abi_br
 
 TEST(StackedAbiRequests, StackedParametersOfAnotherShapeAreE158) {
   KVC_REQUIRE_CUDA_DEVICE();
-  const StackedCtxKvCase c = testkit::small_stacked_case();
+  const StackedCtxKvCase c = laid_out(testkit::small_stacked_case());
   KVC_REQUIRE_STACKED_SUPPORT(c);
   for (testkit::StackedParamsDefect defect :
        {testkit::StackedParamsDefect::kOneRowShort, testkit::StackedParamsDefect::kBiasMissing}) {
     StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
     StackedDeviceOptions o;
+    o.cache_loc = cache_loc_policy(c);
     o.path = StackedPathRequest::kStacked;
     o.params_defect = defect;
     const Status s = device().run(c, out, o);
@@ -330,6 +347,7 @@ TEST(StackedAbiRequests, StackedParametersOfAnotherShapeAreE158) {
   // No stacked parameters at all: the stacked path cannot run (E158), AUTO runs per layer.
   StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
   StackedDeviceOptions o;
+  o.cache_loc = cache_loc_policy(c);
   o.path = StackedPathRequest::kStacked;
   o.stacked_params = testkit::StackedParamsPolicy::kNever;
   EXPECT_EQ(device().run(c, out, o).code, ErrorCode::kStackedParamsMismatch);
@@ -341,11 +359,12 @@ TEST(StackedAbiRequests, StackedParametersOfAnotherShapeAreE158) {
 
 TEST(StackedAbiRequests, CublasWithMixedDtypesIsUnsupported) {
   KVC_REQUIRE_CUDA_DEVICE();
-  StackedCtxKvCase c = testkit::small_stacked_case();
+  StackedCtxKvCase c = laid_out(testkit::small_stacked_case());
   KVC_REQUIRE_STACKED_SUPPORT(c);
   testkit::make_ineligible(c, testkit::small_stacked_shape(), StackedIneligibility::kDtypeDiffers, 1);
   StackedCtxKvOutputs out = testkit::make_stacked_outputs(c);
   StackedDeviceOptions o;
+  o.cache_loc = cache_loc_policy(c);
   o.gemm = StackedGemm::kAnyOrder;
   try {
     device().run(c, out, o);
@@ -357,14 +376,14 @@ TEST(StackedAbiRequests, CublasWithMixedDtypesIsUnsupported) {
 
 TEST(StackedDeviceSkip, OutOfRangeCacheLocAndPositionsAreSkippedOnTheDevice) {
   KVC_REQUIRE_CUDA_DEVICE();
-  StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(cases::upstream_stacked_shape(DType::kBF16, true));
+  StackedCtxKvCase c = laid_out(testkit::make_stacked_ctx_kv_case(cases::upstream_stacked_shape(DType::kBF16, true)));
   KVC_REQUIRE_STACKED_SUPPORT(c);
   // Tokens 0-2 out of range (the ABI reads no values); tokens 3 and 4 are written.
   c.cache_loc.store<std::int64_t>(0, c.layers[0].k_pool.size(0));        // one past the pools
   c.cache_loc.store<std::int64_t>(1, std::int64_t{1} << 40);             // far past them
   c.positions.store<std::int64_t>(2, c.layers[1].cos_sin.meta.size(0));  // one past the table
   StackedCtxKvCase sanitized = c;
-  for (std::int64_t t : {0, 1, 2}) sanitized.cache_loc.store<std::int64_t>(t, -1);
+  for (std::int64_t t : {0, 1, 2}) sanitized.cache_loc.store<std::int64_t>(t, skip_entry(c));
   StackedDeviceOptions o;
   o.host_validation = false;
   // Judged as the oracle's run of the sanitized case, tokens 0-2 skipped, on every pool byte. The
@@ -379,9 +398,47 @@ TEST(StackedDeviceSkip, OutOfRangeCacheLocAndPositionsAreSkippedOnTheDevice) {
     else
       budget_tokens = {3, 4};
     const testkit::Verdict v =
-        testkit::judge_stacked(sanitized, budget_tokens, gemm, {run}, reproduce("StackedDeviceSkip.*"));
+        testkit::judge_stacked(sanitized, budget_tokens, gemm, {run}, reproduce("StackedDeviceSkip.*"),
+                               device().case_profile(c.storage_dtype()));
     EXPECT_TRUE(gpu::passes(v, std::string("tokens 0-2 skipped, ") + gemm_name(gemm) + " GEMM"));
   }
+}
+
+// ---- the declared stacked profile ---------------------------------------------------------------
+
+// Every token of the policy-sensitive shape against the oracle under the declared profile: where
+// a library that declares another profile than the one it runs cannot pass by chance.
+class StackedPolicySensitive : public ::testing::TestWithParam<cases::StackedSpec> {};
+
+TEST_P(StackedPolicySensitive, ExactOrderEveryTokenUnderTheDeclaredProfile) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(GetParam().shape);
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  KVC_EXPECT_STACKED_CHECK(c, testkit::StackedCheck::kExactOrder, std::vector<std::int64_t>{},
+                           "StackedPolicySensitive.*" + GetParam().name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, StackedPolicySensitive, ::testing::ValuesIn(cases::stacked_policy_matrix()),
+                         [](const ::testing::TestParamInfo<cases::StackedSpec>& p) { return p.param.name; });
+
+TEST(StackedDeclaredProfile, EveryRunIsJudgedUnderThePolicyOfThePathItTookAndTheReportSaysWhich) {
+  KVC_REQUIRE_CUDA_DEVICE();
+  const StackedCtxKvCase c = testkit::make_stacked_ctx_kv_case(cases::upstream_stacked_shape(DType::kF16, false));
+  KVC_REQUIRE_STACKED_SUPPORT(c);
+  StackedDeviceOptions o;
+  o.cache_loc = cache_loc_policy(c);
+  const testkit::StackedRun run = testkit::run_stacked(device(), laid_out(c), o, "device AUTO");
+  ASSERT_TRUE(run.profile.has_value());
+  EXPECT_EQ(*run.profile,
+            device()
+                .judged_profile(c.storage_dtype(), run.path == StackedPath::kStacked ? KVC_STACKED_PATH_STACKED
+                                                                                     : KVC_STACKED_PATH_PER_LAYER)
+                .profile);
+  const testkit::Verdict v = testkit::check_stacked(device(), c, testkit::StackedCheck::kExactOrder, {},
+                                                    reproduce("StackedDeclaredProfile.*"));
+  std::printf("%s", v.report.c_str());
+  EXPECT_NE(v.report.find("stacked profile `"), std::string::npos) << v.report;
+  EXPECT_NE(v.report.find("declared for its"), std::string::npos) << v.report;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "kvc/abi/insert_call.h"
 #include "kvc/abi/kv_norm_call.h"
 #include "kvc/abi/op_support.h"
+#include "kvc/abi/stacked_policies.h"
 #include "kvc/abi/outcome.h"
 #include "kvc/abi/store_rotated_call.h"
 #include "kvc/abi/struct_size.h"
@@ -210,6 +211,8 @@ const char* unsupported_reason(int32_t op, std::optional<RecordFormat> cache_for
     case KVC_OP_KV_NORM: return bf16 ? nullptr : "kv_norm takes bf16 rows only (docs/contract.md §4)";
     case KVC_OP_STACKED_CTX_KV:  // kvc_stacked_ctx_kv (stacked_ctx_kv_abi.cpp); no cache format
       return bf16_or_fp16 ? nullptr : "the stacked context-KV projection takes bf16 or fp16 x";
+    case KVC_OP_STACKED_CTX_KV_FUSED:  // the fused path (stacked_ctx_kv_fused.cu): bf16 models only
+      return bf16 ? nullptr : "the fused stacked path takes bf16 models only (docs/contract.md §4.5)";
     case KVC_OP_STORE_ROTATED:
       if (!cache_format || !is_packed(*cache_format))
         return "the store op writes packed records only (docs/contract.md §6.4)";
@@ -243,6 +246,9 @@ KVC_ABI_EXPORT int kvc_op_support_get(int32_t op, int32_t format, DLDataType kv_
   // the wrapper validates each call with the contract's own rules (validate_insert, strict).
   static const kvc::abi::CapabilityDeclaration contract_capabilities;
   contract_capabilities.declare(out);
+  // The stacked op's ABI entry point runs the contract's exact order on every path (for callers
+  // of 1.3+); the other policies are reachable only through the test hook (stacked_ctx_kv_hook.h).
+  kvc::abi::declare_stacked_policies(kvc::contract_stacked_profile(), out);
   out->reason = kvc::kernels::abi_wrapper::unsupported_reason(op, kvc::abi::record_format_of(format),
                                                               kvc::abi::dtype_of(kv_dtype));
   out->supported = out->reason == nullptr ? 1 : 0;

@@ -1,14 +1,18 @@
 // stacked_ctx_kv.cu: the stacked context-KV epilogue kernel and both paths (see stacked_ctx_kv.h).
 //
 // The epilogue: one warp per (token, layer, kv head). The warp stages the head's stored K in
-// shared memory (widened) and copies its V to the pool; lane 0 sums the squares in dim order
-// (the contract's sequential chain, docs/contract.md §4.5 step 2: no lanes, no tree) and takes
-// the correctly rounded rsqrt; then every lane normalises and rotates its NeoX pairs (d, d + hd/2)
-// with explicitly rounded intrinsics, storing each value rounded to D, and writes K to the pool.
-// A token with cache_loc < 0 is skipped, as is (on the device, for unvalidated calls) one whose
-// cache_loc lies outside either pool or whose position lies outside the layer's table, and one
-// outside its row's committed prefix (commit lengths). The per-head norm and rotation are
-// stacked_k_epilogue.cuh's, shared with the fused path (stacked_ctx_kv_fused.cu).
+// shared memory (widened) and copies its V to the pool; the sum of squares is taken in the
+// declared order (docs/contract.md §4.5 step 2, §6.2.1): sequentially by lane 0 (the contract's
+// chain), or as the lane tree (each lane its ceil(hd/32) contiguous dims with fma, then the §1.3
+// butterfly); r is the correctly rounded rsqrt or the approximate reciprocal (PTX sqrt.approx,
+// then a correctly rounded division); then every lane normalises and rotates its NeoX pairs
+// (d, d + hd/2) under the declared contraction with explicitly rounded intrinsics, storing each
+// value rounded to D, and writes K to the pool. Every policy is a kernel argument, so its branch
+// is uniform across the warp and costs a predicate, not a divergence.
+// A token with cache_loc < 0 (or 0 with slot 0 reserved) is skipped, as is (on the device, for
+// unvalidated calls) one whose cache_loc lies outside either pool or whose position lies outside
+// the layer's table, and one outside its row's committed prefix (commit lengths). The per-head
+// norm and rotation are stacked_k_epilogue.cuh's, shared with the fused path (stacked_ctx_kv_fused.cu).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -53,6 +57,9 @@ struct EpilogueArgs {
   std::int64_t tokens;
   std::int64_t heads_per_token;  // sum of the covered layers' kv heads
   bool fp16;                     // storage dtype D
+  // The profile's policies (StackedCtxKvParams::profile), as flags the kernel branches on.
+  detail::StackedEpiloguePolicies policies;  // kUnspecified sums as the lane tree
+  bool slot_zero_reserved;
   int num_layers;
   EpilogueLayer layer[kMaxStackedLayers];
 };
@@ -78,7 +85,7 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
     if (!detail::stacked_committed(a.commit_lens, a.commit_row_length, t)) continue;
     const std::int64_t slot = a.cache_loc[t];
     const std::int64_t position = a.positions[t];
-    if (slot < 0 || slot >= L.slots || position < 0 || position >= L.max_pos) continue;
+    if (slot < (a.slot_zero_reserved ? 1 : 0) || slot >= L.slots || position < 0 || position >= L.max_pos) continue;
 
     const int hd = L.head_dim;
     const std::int64_t kv_size = static_cast<std::int64_t>(L.num_kv_heads) * hd;
@@ -92,7 +99,7 @@ __global__ void __launch_bounds__(detail::kThreadsPerBlock) stacked_epilogue_ker
     }
     __syncwarp();
     detail::stacked_k_norm_rope_warp(e, hd, lane, L.k_norm_weight, L.weight_fp16, L.eps, L.cos_sin + position * hd,
-                                     a.fp16, k_dst);
+                                     a.fp16, k_dst, a.policies);
     __syncwarp();  // the next task of this warp overwrites `e`
   }
 }
@@ -127,6 +134,8 @@ cudaError_t launch_epilogue(const StackedCtxKvParams& p, const std::uint16_t* pr
   a.commit_row_length = p.commit_row_length;
   a.tokens = p.tokens;
   a.fp16 = p.x_fp16;
+  a.policies = detail::stacked_epilogue_policies(p.profile);
+  a.slot_zero_reserved = p.profile.cache_loc == CacheLocPolicy::kSlotZeroReserved;
   a.num_layers = count;
   int max_head_dim = 0;
   std::int64_t column = 0;

@@ -11,10 +11,16 @@
 // exact order: KVC_GEMM_ANY_ORDER on it runs the exact order (docs/contract.md §4.5). Values (cache_loc, positions) are
 // not read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a rejected call or
 // one with no tokens. No exception crosses the boundary.
+//
+// The entry point runs the contract's stacked profile, the one our library declares. The test hook
+// (kvc/kernels/stacked_ctx_kv_test_hook.h) runs the same call under any other; with slot 0 reserved
+// it reads cache_loc on the host (a copy and a synchronisation) to reject a negative entry (E159).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "device_scope.h"
 #include "kvc/abi/dlpack_metadata.h"
@@ -23,6 +29,7 @@
 #include "kvc/abi/stacked_ctx_kv_call.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/kernels/stacked_ctx_kv.h"
+#include "kvc/kernels/stacked_ctx_kv_test_hook.h"
 #include "kvc/stacked_ctx_kv_validate.h"
 #include "kvc/stacked_fused_eligibility.h"
 
@@ -96,9 +103,33 @@ StackedLayerDevice device_layer(const kvc_stacked_ctx_kv_layer& in, const Stacke
 
 using detail::DeviceScope;
 
-Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
+// E159 under slot 0 reserved: the call's cache_loc read on the host (docs/contract.md §5.5). Costs
+// a device-to-host copy and a synchronisation of the stream: test hook only.
+Outcome negative_cache_loc(const StackedCtxKvCase& c, const DLTensor& cache_loc, cudaStream_t stream) {
+  const std::int64_t tokens = c.num_tokens();
+  if (tokens == 0) return {};
+  DeviceScope scope;
+  if (cudaError_t e = scope.enter(c.x.meta.device); e != cudaSuccess)
+    return Outcome{KVC_STATUS_CUDA_ERROR, std::string("selecting the tensors' device: ") + cudaGetErrorString(e)};
+  std::vector<std::int64_t> loc(static_cast<std::size_t>(tokens));
+  cudaError_t e = cudaMemcpyAsync(loc.data(), first_element(cache_loc), loc.size() * sizeof(std::int64_t),
+                                  cudaMemcpyDeviceToHost, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    return Outcome{KVC_STATUS_CUDA_ERROR, std::string("reading cache_loc: ") + cudaGetErrorString(e)};
+  for (std::int64_t t = 0; t < tokens; ++t)
+    if (loc[static_cast<std::size_t>(t)] < 0)
+      return abi::rejected(
+          Error(ErrorCode::kStackedNegativeCacheLoc, "cache_loc " + std::to_string(loc[static_cast<std::size_t>(t)]) +
+                                                         " at token " + std::to_string(t) + " (slot 0 is reserved)"));
+  return {};
+}
+
+Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream, const StackedProfile& profile) {
   StackedCtxKvCase c;
   if (Outcome o = abi::check_stacked_ctx_kv(a, &c); !o.ok()) return o;
+  if (profile.cache_loc == CacheLocPolicy::kSlotZeroReserved)
+    if (Outcome o = negative_cache_loc(c, *a->cache_loc, static_cast<cudaStream_t>(stream)); !o.ok()) return o;
   const RotaryTableEquality same_table = [&](int layer) {
     return same_tensor(a->layers[layer].cos_sin_cache, a->layers[0].cos_sin_cache);
   };
@@ -140,6 +171,7 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
     p.layers[i] = device_layer(a->layers[i], c.layers[static_cast<std::size_t>(i)], p.hidden);
   p.path = path;
   p.gemm = a->gemm == KVC_GEMM_ANY_ORDER ? ProjectionGemm::kCublas : ProjectionGemm::kExactOrder;
+  p.profile = profile;
   if (path == StackedPath::kStacked) {
     p.stacked_weight = static_cast<const std::uint16_t*>(first_element(*a->stacked_weight));
     p.stacked_bias =
@@ -161,11 +193,36 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream) {
   return Outcome{KVC_STATUS_CUDA_ERROR, s.message};
 }
 
+// The profile four kvc_op_support policy numbers name, or nothing for a number no alternative has.
+std::optional<StackedProfile> profile_of(std::int32_t rope, std::int32_t reduction, std::int32_t reciprocal,
+                                         std::int32_t cache_loc) {
+  StackedProfile p;
+  const std::int32_t values[] = {rope, reduction, reciprocal, cache_loc};
+  for (std::size_t i = 0; i < kAllStackedPolicies.size(); ++i) {
+    if (values[i] < 0 || values[i] >= alternatives_of(kAllStackedPolicies[i])) return std::nullopt;
+    p = with_alternative(p, kAllStackedPolicies[i], values[i]);
+  }
+  return p;
+}
+
 }  // namespace
 }  // namespace kvc::kernels::abi_wrapper
 
 extern "C" KVC_ABI_EXPORT int kvc_stacked_ctx_kv(const kvc_stacked_ctx_kv_args* args, void* stream, char* error,
                                                  size_t error_capacity) {
-  return kvc::abi::answer(error, error_capacity,
-                          [&] { return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream); });
+  return kvc::abi::answer(error, error_capacity, [&] {
+    return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream, kvc::contract_stacked_profile());
+  });
+}
+
+extern "C" KVC_ABI_EXPORT int kvc_test_stacked_ctx_kv_with_policies(const kvc_stacked_ctx_kv_args* args, void* stream,
+                                                                    int32_t stacked_rope, int32_t k_norm_reduction,
+                                                                    int32_t k_norm_reciprocal, int32_t cache_loc,
+                                                                    char* error, size_t error_capacity) {
+  return kvc::abi::answer(error, error_capacity, [&] {
+    const std::optional<kvc::StackedProfile> profile =
+        kvc::kernels::abi_wrapper::profile_of(stacked_rope, k_norm_reduction, k_norm_reciprocal, cache_loc);
+    if (!profile) return kvc::abi::bad_argument("a stacked policy number no alternative has");
+    return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream, *profile);
+  });
 }

@@ -58,6 +58,8 @@ struct FusedArgs {
   float eps;                  // layer 0's: the eligible models share one eps
   std::uint16_t* projection;  // null: not stored
   std::int64_t ld;
+  StackedEpiloguePolicies policies;  // the declared profile's epilogue (the contract's by default)
+  bool slot_zero_reserved;           // the declared cache_loc policy: slot 0 is never written
   int num_layers;
   FusedLayer layer[kMaxStackedLayers];
 };
@@ -77,8 +79,9 @@ __global__ void __launch_bounds__(kFusedThreads) stacked_fused_kernel(FusedArgs 
     const FusedLayer& L = a.layer[l];
     const std::int64_t slot = a.cache_loc[t];
     const std::int64_t position = a.positions[t];
-    const bool writes = stacked_committed(a.commit_lens, a.commit_row_length, t) && slot >= 0 && slot < L.slots &&
-                        position >= 0 && position < a.max_pos;
+    const bool writes = stacked_committed(a.commit_lens, a.commit_row_length, t) &&
+                        slot >= (a.slot_zero_reserved ? 1 : 0) && slot < L.slots && position >= 0 &&
+                        position < a.max_pos;
     if (!writes && a.projection == nullptr) continue;  // uniform over the block
 
     const int hd = L.head_dim;
@@ -129,7 +132,7 @@ __global__ void __launch_bounds__(kFusedThreads) stacked_fused_kernel(FusedArgs 
     __syncthreads();
     if (writes && warp == 0)
       stacked_k_norm_rope_warp(e, hd, lane, L.k_norm_weight, L.weight_fp16, a.eps, a.cos_sin + position * hd, a.fp16,
-                               k_dst);
+                               k_dst, a.policies);
     __syncthreads();  // the next task overwrites e
   }
 }
@@ -150,6 +153,8 @@ cudaError_t launch_stacked_fused(const StackedCtxKvParams& p, cudaStream_t strea
   a.max_pos = p.layers[0].max_pos;
   a.eps = p.layers[0].eps;
   a.projection = p.projection;
+  a.policies = stacked_epilogue_policies(p.profile);
+  a.slot_zero_reserved = p.profile.cache_loc == CacheLocPolicy::kSlotZeroReserved;
   a.num_layers = p.num_layers;
   std::int64_t column = 0;
   for (int i = 0; i < p.num_layers; ++i) {

@@ -13,6 +13,7 @@ nlohmann::json run_to_json(const RunReport& report) {
   j["library"] = report.library;
   j["device"] = report.device;
   j["profile"] = report.profile;
+  j["stacked_profile"] = report.stacked_profile;
   j["cpu_only"] = report.cpu_only;
   j["verdict"] = std::string(run_verdict_name(report.verdict()));
   j["exit_code"] = report.exit_code();

@@ -64,6 +64,7 @@ void properties(std::ostringstream& s, const RunReport& report) {
   property(s, "library", report.library.empty() ? "(none loaded)" : report.library);
   property(s, "device", report.device);
   property(s, "profile", report.profile);
+  property(s, "stacked_profile", report.stacked_profile);
   property(s, "verdict", std::string(run_verdict_name(report.verdict())));
   property(s, "exit_code", std::to_string(report.exit_code()));
   property(s, "kernel_bytes_compared", std::to_string(report.kernel_bytes_compared()));

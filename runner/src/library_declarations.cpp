@@ -8,6 +8,7 @@
 
 #include "kvc/contract.h"
 #include "kvc/profile.h"
+#include "kvc/stacked_profile.h"
 #include "testkit/device/declared_support.h"
 
 namespace kvc::runner {
@@ -34,6 +35,27 @@ Export exported(const testkit::KernelLibrary& library, AbiOp op) {
   if (op == AbiOp::kStoreRotated && library.abi().kvc_store_rotated == nullptr) return Export::kNotExported;
   if (op == AbiOp::kStackedCtxKv && library.abi().kvc_stacked_ctx_kv == nullptr) return Export::kNotExported;
   return Export::kExported;
+}
+
+void add_once(std::vector<std::string>& items, const std::string& item) {
+  if (std::count(items.begin(), items.end(), item) == 0) items.push_back(item);
+}
+
+// The stacked op's policies per path (docs/contract.md §6.2.1): "stacked profile `contract` (per-layer,
+// stacked)", "stacked profile `sglang-dspark-fused` (fused)" or "no fused path (<reason>)".
+void add_stacked_profiles(const testkit::DeclaredSupport& declared, DType dtype, OpDeclaration& d) {
+  try {
+    add_once(d.profiles,
+             "stacked profile `" +
+                 kvc::stacked_profile_name(declared.of(KVC_OP_STACKED_CTX_KV, KVC_FORMAT_NONE, dtype).stacked_profile) +
+                 "` (per-layer, stacked)");
+    const testkit::Declaration& fused = declared.of(KVC_OP_STACKED_CTX_KV_FUSED, KVC_FORMAT_NONE, dtype);
+    add_once(d.profiles, fused.supported
+                             ? "stacked profile `" + kvc::stacked_profile_name(fused.stacked_profile) + "` (fused)"
+                             : "no fused path (" + fused.reason + ")");
+  } catch (const testkit::DeclarationError& e) {
+    add_once(d.profiles, std::string("stacked profile unreadable: ") + e.what());
+  }
 }
 
 OpDeclaration declaration(const testkit::DeclaredSupport& declared, AbiOp op) {
@@ -63,6 +85,7 @@ OpDeclaration declaration(const testkit::DeclaredSupport& declared, AbiOp op) {
       d.supported.push_back(format ? std::string(layout_of(*format).name) + "/" + dtype_name : dtype_name);
       if (has_cache_format(op) && std::count(d.profiles.begin(), d.profiles.end(), profile) == 0)
         d.profiles.push_back(profile);
+      if (op == AbiOp::kStackedCtxKv) add_stacked_profiles(declared, dtype, d);
     }
   }
   return d;

@@ -6,7 +6,8 @@
 // shares the plain insert's answer. The profile listed is the one the
 // supported combinations declare (its rsqrt only for the ops with a norm: legacy's q-norm, the
 // fused and the standalone kv_norm); the ops without a cache format list no profile, since the
-// cache policies do not concern them.
+// cache policies do not concern them. The stacked op lists its stacked profile per path instead:
+// op 4's for the per-layer and stacked paths, op 6's for the fused path (or why it has none).
 #pragma once
 
 #include <vector>

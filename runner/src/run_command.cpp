@@ -45,6 +45,7 @@ struct RunCommand::State {
   std::vector<std::string> ops, formats, suites;
   std::int64_t max_tokens = 0;
   std::string profile;
+  std::string stacked_profile;
   std::string json_path, junit_path;
   bool cpu_only = false;
   std::string fixtures_dir = KVC_GOLDEN_FIXTURE_DIR;
@@ -74,6 +75,7 @@ std::vector<std::string> RunCommand::State::child_args() const {
   if (!formats.empty()) a.insert(a.end(), {"--formats", joined(formats)});
   if (max_tokens > 0) a.insert(a.end(), {"--max-tokens", std::to_string(max_tokens)});
   if (!profile.empty()) a.insert(a.end(), {"--profile", profile});
+  if (!stacked_profile.empty()) a.insert(a.end(), {"--stacked-profile", stacked_profile});
   if (cpu_only) a.emplace_back("--cpu-only");
   return a;
 }
@@ -123,6 +125,11 @@ RunOptions RunCommand::State::options() const {
     o.profile = kvc::parse_profile(profile, &error);
     if (!o.profile) throw std::invalid_argument("--profile '" + profile + "': " + error);
   }
+  if (!stacked_profile.empty()) {
+    std::string error;
+    o.stacked_profile = kvc::parse_stacked_profile(stacked_profile, &error);
+    if (!o.stacked_profile) throw std::invalid_argument("--stacked-profile '" + stacked_profile + "': " + error);
+  }
   if (!oracle::mutation_from_name(oracle_mutation, &o.oracle_mutation))
     throw std::invalid_argument("--oracle-mutation: unknown mutation '" + oracle_mutation + "'");
   if (cpu_only && !kernels.empty())
@@ -155,6 +162,10 @@ RunCommand::RunCommand(CLI::App& parent) : state_(std::make_unique<State>()) {
   run->add_option("--profile", s.profile,
                   "compare the kernels under this implementation profile instead of the one the library declares "
                   "(docs/contract.md §6): vllm, sglang-store, or key=value policies");
+  run->add_option("--stacked-profile", s.stacked_profile,
+                  "judge the stacked context-KV op under these stacked policies instead of the ones the library "
+                  "declares for each path (docs/contract.md §6.2.1): contract, sglang-dspark-stacked, "
+                  "sglang-dspark-fused, or key=value policies");
   run->add_option("--json", s.json_path, "write every check and the summary as JSON");
   run->add_option("--junit", s.junit_path, "write every check as JUnit XML");
   run->add_flag("--cpu-only", s.cpu_only,
@@ -192,6 +203,9 @@ int RunCommand::execute() {
   RunReport report;
   report.cpu_only = options.cpu_only;
   report.profile = options.profile ? kvc::profile_name(*options.profile) : "declared by the library";
+  report.stacked_profile = options.stacked_profile
+                               ? kvc::stacked_profile_name(*options.stacked_profile) + " (--stacked-profile)"
+                               : "declared by the library, per path taken";
   report.selected_ops.clear();
   for (AbiOp op : kAllAbiOps)
     if (options.checks_op(op)) report.selected_ops.push_back(op);
@@ -219,6 +233,7 @@ int RunCommand::execute() {
   std::printf("  kernel library: %s\n", report.library.empty() ? "(none loaded)" : report.library.c_str());
   std::printf("  device:         %s\n", report.device.c_str());
   std::printf("  profile:        %s\n", report.profile.c_str());
+  std::printf("  stacked profile: %s\n", report.stacked_profile.c_str());
   if (options.oracle_mutation != oracle::OracleMutation::kNone)
     std::printf("  oracle under test: the mutant %s (its CPU conformance must fail)\n",
                 std::string(oracle::mutation_name(options.oracle_mutation)).c_str());

@@ -12,6 +12,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/oracle/options.h"
 #include "kvc/profile.h"
+#include "kvc/stacked_profile.h"
 #include "abi_op.h"
 #include "run_report.h"
 
@@ -47,7 +48,9 @@ struct RunOptions {
   std::vector<std::string> suites;      // empty: all
   std::int64_t max_tokens = 0;          // 0: no limit (the oracle's registry checks: kOracleRegistryMaxTokens)
   std::optional<kvc::Profile> profile;  // kernels compared under it instead of their declaration
-  std::string kernels;                  // "" : KVC_KERNELS when set, else ours
+  // The stacked op judged under it instead of the stacked policies the library declares per path.
+  std::optional<kvc::StackedProfile> stacked_profile;
+  std::string kernels;  // "" : KVC_KERNELS when set, else ours
   bool cpu_only = false;
   std::string fixtures_dir;
   double check_timeout_seconds = kDefaultCheckTimeoutSeconds;  // <= 0: wait forever

@@ -32,7 +32,10 @@ void write_coverage(std::ostringstream& s, const std::vector<OpCoverage>& covera
     if (!c.declared) continue;
     const OpDeclaration& d = c.declaration;
     s << "      declared supported: " << (d.declared_supported() ? join(d.supported, " ") : "nothing");
-    if (!d.profiles.empty()) s << " (profile " << join(d.profiles, ", ") << ")";
+    // The stacked op's entries name themselves ("stacked profile `contract` (per-layer, stacked)").
+    if (!d.profiles.empty())
+      s << (c.op == AbiOp::kStackedCtxKv ? " (" : " (profile ")
+        << join(d.profiles, c.op == AbiOp::kStackedCtxKv ? "; " : ", ") << ")";
     if (d.approximate_rsqrt) s << " (approximate rsqrt)";
     if (d.exported == Export::kNotExported) s << "; " << abi_op_symbol(c.op) << " NOT EXPORTED";
     s << "\n";

@@ -86,6 +86,7 @@ struct RunReport {
   std::string library;                 // the kernel library's description, or "" when none was loaded
   std::string device;                  // the device, or why there is none
   std::string profile;                 // the profile kernels are checked under: "declared by the library" or a spec
+  std::string stacked_profile;         // the stacked op's: "declared by the library per path" or a spec
   bool cpu_only = false;               // --cpu-only: kernel conformance was not asked for
   bool kernel_suites_ran = false;      // the kernel suites ran (whether or not they compared anything)
   std::string kernels_skipped_reason;  // when they did not run

@@ -34,8 +34,8 @@ std::vector<std::int64_t> judged_tokens(const StackedCell& cell, const StackedCt
 std::vector<StackedCell> cells(const RunOptions& options) {
   std::vector<StackedCell> out;
   if (!options.selects(AbiOp::kStackedCtxKv)) return out;
-  std::vector<const std::vector<cases::StackedSpec>*> matrices = {&cases::stacked_upstream_matrix(),
-                                                                  &cases::stacked_production_matrix()};
+  std::vector<const std::vector<cases::StackedSpec>*> matrices = {
+      &cases::stacked_upstream_matrix(), &cases::stacked_production_matrix(), &cases::stacked_policy_matrix()};
   for (const std::vector<cases::StackedSpec>* family : cases::stacked_v3_families()) matrices.push_back(family);
   for (const std::vector<cases::StackedSpec>* matrix : matrices)
     for (const cases::StackedSpec& spec : *matrix)
@@ -55,6 +55,7 @@ void stacked_suite(const RunOptions& options, const testkit::KernelLibrary& libr
   sink.begin_suite("kernel stacked: the stacked context-KV projection against the oracle", all.size());
   if (all.empty()) return;
   testkit::StackedCtxKvDevice device(library);
+  device.set_profile_override(options.stacked_profile);  // else each run's path's declaration
   for (const StackedCell& cell : all) {
     const Stopwatch clock;
     // The storage dtype is x's, the shape's in every cell (an ineligible layer changes its own

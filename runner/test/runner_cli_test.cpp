@@ -10,7 +10,9 @@
 // declarations missing from the report; --ops refusing an op of the ABI; a crash in a suite's
 // process that ends the run, loses the report, passes, fails another check than the one it crashed
 // in, or stops the suite instead of going on after that check; a crash outside any check that is
-// not said as "ended early" (KVC_RUN_TEST_CHILD_CRASH plants them, suite_child.h).
+// not said as "ended early" (KVC_RUN_TEST_CHILD_CRASH plants them, suite_child.h); the stacked op
+// judged under anything but the library's declared stacked profile unless --stacked-profile says
+// otherwise, or the report not saying which.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -244,6 +246,33 @@ TEST(RunnerCli, ACrashOutsideAnyCheckEndsItsSuiteEarlyAndTheRunGoesOn) {
   EXPECT_EQ(incident.rfind("suite oracle invalid ended early: ", 0), 0u) << incident;
   EXPECT_NE(incident.find(" checks not run (killed by signal 6"), std::string::npos) << incident;
   EXPECT_NE(r.output.find(incident), std::string::npos);
+}
+
+// A library declaring another stacked profile (the rope double, kernel ABI 1.3), checked without a
+// device: the header says the stacked op is judged under the library's declaration per path, the
+// coverage table and the JSON list the profile it declares per path; --stacked-profile replaces it
+// and the header says so; a spec the build cannot read is a usage error.
+TEST(RunnerCli, TheStackedProfileIsTheLibrarysDeclarationUnlessOverridden) {
+#ifdef KVC_DOUBLE_STACKED_ROPE
+  const std::string json = temp("stacked-declared.json");
+  const std::string base =
+      std::string("run --kernels '") + KVC_DOUBLE_STACKED_ROPE + "' --ops stacked_ctx_kv --suites stacked --json '";
+  const Command declared = kvconform(base + json + "'", "stacked-declared", kNoGpu);
+  EXPECT_EQ(declared.status, 3) << "no device: kernel conformance could not run";
+  EXPECT_NE(declared.output.find("stacked profile: declared by the library, per path taken"), std::string::npos);
+  EXPECT_NE(declared.output.find("stacked profile `rope=fma-pair` (per-layer, stacked)"), std::string::npos);
+  EXPECT_NE(declared.output.find("stacked profile `rope=fma-pair` (fused)"), std::string::npos);
+  EXPECT_EQ(kvc::testkit::read_json_file(json).at("stacked_profile").get<std::string>(),
+            "declared by the library, per path taken");
+  const Command over = kvconform(base + json + "' --stacked-profile contract", "stacked-override", kNoGpu);
+  EXPECT_EQ(over.status, 3);
+  EXPECT_NE(over.output.find("stacked profile: contract (--stacked-profile)"), std::string::npos);
+  EXPECT_EQ(kvc::testkit::read_json_file(json).at("stacked_profile").get<std::string>(),
+            "contract (--stacked-profile)");
+#endif
+  const Command bad = kvconform("run --cpu-only --stacked-profile reduction=tree", "bad-stacked-profile");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--stacked-profile 'reduction=tree'"), std::string::npos);
 }
 
 TEST(RunnerCli, EveryAbiOpIsAnOpsValue) {

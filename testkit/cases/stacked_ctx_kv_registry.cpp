@@ -31,7 +31,9 @@ testkit::StackedCtxKvShape production_shape(int layers, std::int64_t tokens, DTy
 
 }  // namespace
 
-bool StackedSpec::sampled() const { return shape.tokens > kStackedOracleFullTokens || shape.hidden > 1024; }
+bool StackedSpec::sampled() const {
+  return !every_token && (shape.tokens > kStackedOracleFullTokens || shape.hidden > 1024);
+}
 
 testkit::StackedCtxKvShape upstream_stacked_shape(DType dtype, bool bias) {
   testkit::StackedCtxKvShape s;  // the defaults are the upstream test's constants
@@ -128,6 +130,23 @@ const std::vector<StackedSpec>& stacked_fused_matrix() {
     hd512.kv_heads = 1;
     m.push_back({"Fused_Hd512_Bf16", hd512});
     return m;
+  }();
+  return matrix;
+}
+
+const std::vector<StackedSpec>& stacked_policy_matrix() {
+  static const std::vector<StackedSpec> matrix = [] {
+    // The upstream layer (hidden 128, head_dim 64, 2 kv heads): the oracle runs 2048 tokens in
+    // about a second.
+    testkit::StackedCtxKvShape s = upstream_stacked_shape(DType::kF16, false);
+    s.tokens = 2048;
+    s.max_pos = 4096;
+    s.skip_every = 7;
+    s.extra_slots = 8;
+    s.seed = 25;
+    StackedSpec spec{"PolicySensitive_L4_T2048_Fp16_Skip7", s};
+    spec.every_token = true;
+    return std::vector<StackedSpec>{spec};
   }();
   return matrix;
 }

@@ -7,6 +7,11 @@
 //  - stacked_production_matrix(): production-like shapes (head_dim 128, 8 KV heads, 32 Q heads,
 //    hidden 4096, 1 to 8 layers, 1 to 8192 tokens), fp16 and bf16, with and without bias, with -1
 //    entries. The GPU suite runs them; the oracle checks sample_tokens() of the large ones.
+//  - stacked_policy_matrix(): shapes where every stacked policy alternative (docs/contract.md
+//    §6.2.1) changes bytes, judged on every token: the two rope contractions disagree on about 1
+//    fp16 pair in 22000 (issue 25) and a moved K-norm r flips about 1 fp16 element in 8000, so a
+//    small case cannot tell a library's declared profile from the contract's; 2048 tokens of 4
+//    layers of 2 heads (16384 K heads, about 20 such bytes each) can. Skipped tokens as -1.
 //  - stacked_eligibility_matrix(): the upstream fallback cases (a quantized layer 1 of 3, eps
 //    1e-6 vs 1e-5 over 2 layers, a bias on layer 0 only of 2) and the conditions the original
 //    did not check (head_dim, kv heads, dtype, rotary table differing at one layer).
@@ -42,6 +47,7 @@ namespace kvc::cases {
 struct StackedSpec {
   std::string name;  // "Upstream_Fp16_Bias", "Prod_L8_T8192_Bf16_Bias_Skip7"
   testkit::StackedCtxKvShape shape;
+  bool every_token = false;  // judged on every token whatever its size (stacked_policy_matrix())
   // Tokens above which the oracle checks sample_tokens() only (its projection is a sequential fma
   // chain per element: about 3 * 10^8 a second).
   bool sampled() const;
@@ -56,6 +62,7 @@ testkit::StackedCtxKvShape upstream_stacked_shape(DType dtype, bool bias);
 
 const std::vector<StackedSpec>& stacked_upstream_matrix();
 const std::vector<StackedSpec>& stacked_production_matrix();
+const std::vector<StackedSpec>& stacked_policy_matrix();
 const std::vector<StackedSpec>& stacked_fused_matrix();
 const std::vector<StackedSpec>& stacked_non_pow2_head_dim_matrix();
 const std::vector<StackedSpec>& stacked_fallback_head_size_matrix();

@@ -2,6 +2,7 @@
 #include "testkit/cases/stacked_ctx_kv_rule_breakers.h"
 
 #include "testkit/cases/breaker_table.h"
+#include "testkit/cases/stacked_cache_loc_layout.h"
 
 namespace kvc::testkit {
 namespace {
@@ -61,6 +62,8 @@ StackedCtxKvShape small_stacked_shape() {
 }
 
 StackedCtxKvCase small_stacked_case() { return make_stacked_ctx_kv_case(small_stacked_shape()); }
+
+StackedCtxKvCase small_stacked_case(CacheLocPolicy policy) { return in_cache_loc_policy(small_stacked_case(), policy); }
 
 namespace {
 
@@ -286,6 +289,14 @@ const std::vector<StackedRuleBreaker>& stacked_rule_breakers() {
       {malformed_metadata_breakers, x_breakers, layer_geometry_breakers, weight_breakers, table_and_index_breakers,
        pool_breakers, device_breakers, commit_lens_breakers, request_breakers, strict_and_value_breakers,
        harness_breakers});
+  return table;
+}
+
+std::vector<StackedRuleBreaker> stacked_rule_breakers(CacheLocPolicy policy) {
+  std::vector<StackedRuleBreaker> table = stacked_rule_breakers();
+  if (policy == CacheLocPolicy::kSlotZeroReserved)
+    table.push_back(row("NegativeCacheLocWithSlotZeroReserved", ErrorCode::kStackedNegativeCacheLoc, kContract, false,
+                        [](Case& c, Outputs&) { c.cache_loc.store<std::int64_t>(1, -1); }));
   return table;
 }
 

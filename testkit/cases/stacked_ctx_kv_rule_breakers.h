@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 #include "testkit/cases/stacked_ctx_kv_builder.h"
 #include "kvc/validate.h"
@@ -37,8 +38,15 @@ struct StackedRuleBreaker {
 // The shape of small_stacked_case().
 StackedCtxKvShape small_stacked_shape();
 StackedCtxKvCase small_stacked_case();
+// The same case laid out for a cache_loc policy (stacked_cache_loc_layout.h): under slot 0
+// reserved its skipped token is at 0, not -1, which that policy rejects (E159).
+StackedCtxKvCase small_stacked_case(CacheLocPolicy policy);
 
+// The breakers under the contract's cache_loc policy.
 const std::vector<StackedRuleBreaker>& stacked_rule_breakers();
+// The breakers under `policy`, for small_stacked_case(policy): the table above, and under slot 0
+// reserved one more, a negative cache_loc entry (E159, a value rule: not ABI-visible).
+std::vector<StackedRuleBreaker> stacked_rule_breakers(CacheLocPolicy policy);
 void PrintTo(const StackedRuleBreaker& b, std::ostream* os);
 
 }  // namespace kvc::testkit

@@ -65,6 +65,19 @@ void judge_exact_projection(const StackedCtxKvCase& c, const std::vector<std::ui
     j.fail(VerdictKind::kMismatch, name + ": the stored projection differs from the oracle's: " + d + "\n");
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+bool all_exact(const std::vector<StackedRun>& runs, const StackedProfile& default_profile) {
+  if (runs.empty()) return default_profile.k_norm_exact();
+  for (const StackedRun& r : runs)
+    if (!(r.profile ? *r.profile : default_profile).k_norm_exact()) return false;
+  return true;
+}
+
 }  // namespace
 
 std::vector<std::uint16_t> projection_rows(const std::vector<std::uint16_t>& projection, std::int64_t width,
@@ -97,26 +110,70 @@ std::string projection_difference(const StackedCtxKvCase& c, const std::vector<s
   return {};
 }
 
+std::string stacked_path_hole(const StackedCtxKvCase& c, const StackedRun& run) {
+  if (run.path != StackedPath::kStacked) return "";
+  const StackedEligibility e = stacked_ctx_kv_eligibility(c);
+  if (e.eligible()) return "";
+  return run.name + " took the stacked path on a model ineligible for it: " + e.to_string() +
+         " (the stacked path writes every layer in layer 0's shape; docs/contract.md §4.5 eligibility)\n";
+}
+
+namespace {
+
+// The oracle's run of the judged tokens under one profile.
+struct OracleUnder {
+  StackedProfile profile;
+  Status status;
+  StackedCtxKvOutputs expected;
+  oracle::StackedCtxKvRun run;
+};
+
+const OracleUnder& oracle_under(std::vector<OracleUnder>& runs, const StackedCtxKvCase& judged,
+                                const StackedProfile& profile) {
+  for (const OracleUnder& o : runs)
+    if (o.profile == profile) return o;
+  OracleUnder o;
+  o.profile = profile;
+  o.expected = make_stacked_outputs(judged);
+  oracle::StackedCtxKvOptions under;
+  under.profile = profile;
+  o.status = oracle::stacked_ctx_kv(judged, o.expected, under, &o.run);
+  runs.push_back(std::move(o));
+  return runs.back();
+}
+
+}  // namespace
+
 Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
                       const std::vector<StackedRun>& runs, const std::string& reproduce,
-                      const StackedProfile& profile) {
+                      const StackedProfile& default_profile) {
   Verdict v;
   Judgment j(v);
   const bool sampled = !sampled_tokens.empty();
   const StackedCtxKvCase judged = sampled ? with_tokens(c, sampled_tokens) : c;
   const std::string oracle_name = sampled ? "oracle (sampled tokens)" : "oracle";
-  StackedCtxKvOutputs expected = make_stacked_outputs(judged);
-  oracle::StackedCtxKvRun oracle_run;
-  oracle::StackedCtxKvOptions under;
-  under.profile = profile;
-  v.oracle_status = oracle::stacked_ctx_kv(judged, expected, under, &oracle_run);  // the one oracle run
+  // One oracle run per profile judged under: at most one per run and the default, reserved so that
+  // the references oracle_under() returns stay valid.
+  std::vector<OracleUnder> oracles;
+  oracles.reserve(runs.size() + 1);
+  v.oracle_status = oracle_under(oracles, judged, default_profile).status;
   std::optional<oracle::ProjectionFp64> fp64;  // any order: computed once, on the first run that needs it
   const std::int64_t width = c.projection_width();
+  std::vector<std::string> profiles_named;
   for (const StackedRun& run : runs) {
-    if (run.status.code != v.oracle_status.code) {
+    const StackedProfile& profile = run.profile ? *run.profile : default_profile;
+    const std::string named = "`" + stacked_profile_name(profile) + "`" +
+                              (run.profile && !run.profile_source.empty() ? " (" + run.profile_source + ")" : "");
+    if (std::find(profiles_named.begin(), profiles_named.end(), named) == profiles_named.end())
+      profiles_named.push_back(named);
+    const OracleUnder& oracle = oracle_under(oracles, judged, profile);
+    const StackedCtxKvOutputs& expected = oracle.expected;
+    const oracle::StackedCtxKvRun& oracle_run = oracle.run;
+    if (run.status.code != oracle.status.code) {
       v.library_status = run.status;
-      j.fail(VerdictKind::kStatusDiffers,
-             run.name + ": status " + run.status.ToString() + ", the oracle's " + v.oracle_status.ToString() + "\n");
+      v.oracle_status = oracle.status;
+      j.fail(VerdictKind::kStatusDiffers, run.name + ": status " + run.status.ToString() + ", the oracle's " +
+                                              oracle.status.ToString() + " under stacked profile " + named + "\n");
       continue;
     }
     if (!run.status.ok()) {
@@ -124,7 +181,9 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
       j.text() << run.name << ": rejected as the oracle does (" << run.status.ToString() << ")\n";
       continue;
     }
-    if (run.required_path && run.path != *run.required_path)
+    if (const std::string hole = stacked_path_hole(c, run); !hole.empty())
+      j.fail(VerdictKind::kWrongPath, hole);
+    else if (run.required_path && run.path != *run.required_path)
       j.fail(VerdictKind::kWrongPath, run.name + " took the " + path_name(run.path) +
                                           " path; this call must take the " + path_name(*run.required_path) +
                                           " path (" + stacked_ctx_kv_eligibility(c).to_string() + ")\n");
@@ -162,10 +221,14 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
     judge_pools(c, epilogue, run.pools, "oracle epilogue of the " + run.name + " projection", run.name, reproduce, v, j,
                 &freedom);
   }
-  // An exact order on a sample: the runs agree on every token too (the oracle saw only the sample).
+  // An exact order on a sample: the runs agree on every token too (the oracle saw only the sample),
+  // when they are judged under one profile (two profiles may write different bytes).
   if (gemm == StackedGemm::kExactOrder && sampled)
     for (std::size_t k = 1; k < runs.size(); ++k) {
       if (!runs[0].status.ok() || !runs[k].status.ok()) continue;
+      if ((runs[0].profile ? *runs[0].profile : default_profile) !=
+          (runs[k].profile ? *runs[k].profile : default_profile))
+        continue;
       judge_pools(c, runs[0].pools, runs[k].pools, runs[0].name, runs[k].name, reproduce, v, j);
       if (runs[0].projection && runs[k].projection)
         if (const std::string d = projection_difference(c, *runs[0].projection, *runs[k].projection); !d.empty())
@@ -173,10 +236,12 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
                  runs[k].name + " and " + runs[0].name + " stored different projections: " + d + "\n");
     }
   if (v.kind == VerdictKind::kMatch)
-    j.text() << runs.size() << " run(s), " << gemm_name(gemm) << " GEMM, stacked profile `"
-             << stacked_profile_name(profile) << "`: every compared byte is the oracle's"
-             << (profile.k_norm_exact() ? "" : " or within the declared K-norm budget") << " (" << v.compared_bytes
-             << " bytes)\n";
+    j.text() << runs.size() << " run(s), " << gemm_name(gemm) << " GEMM, stacked profile "
+             << (profiles_named.empty() ? "`" + stacked_profile_name(default_profile) + "`"
+                                        : join_names(profiles_named))
+             << ": every compared byte is the oracle's"
+             << (all_exact(runs, default_profile) ? "" : " or within the declared K-norm budget") << " ("
+             << v.compared_bytes << " bytes)\n";
   j.finish();
   return v;
 }

@@ -21,7 +21,16 @@
 // unspecified reduction), the K heads that differ are held to the budget of
 // stacked_k_norm_freedom.h, which the report prints with every head that needed it.
 //
-// Cost: one oracle run of the judged tokens per judgment; any order adds the fp64 projection of
+// A run may carry its own profile (StackedRun::profile: the policies the library declares for the
+// path it took, e.g. its fused path's): it is judged against the oracle run under that profile,
+// and the report names it.
+//
+// The eligibility hole (issue 25): a run that reports the stacked path on a model the contract
+// calls ineligible fails (kWrongPath) with a line that says so and why ("layer 2: head_dim 32 vs
+// layer 0's 64"), whether or not the call required a path: a library whose eligibility check
+// does not compare head_dim, kv heads or dtype writes every layer in layer 0's shape.
+//
+// Cost: one oracle run of the judged tokens per judgment and distinct profile; any order adds the fp64 projection of
 // those tokens once and the oracle's epilogue of each run's projection; a budget adds per head a
 // few re-runs of its epilogue.
 #pragma once
@@ -54,11 +63,20 @@ struct StackedRun {
   // The stored projection [T, projection_width()] of every token, when it was read (an any-order
   // run must have one; an exact-order run without one is judged on its pools).
   std::optional<std::vector<std::uint16_t>> projection;
+  // The stacked policies this run is judged under, and where they come from ("declared for its
+  // per-layer and stacked paths", "--stacked-profile"); unset: the judgment's `profile`.
+  std::optional<StackedProfile> profile;
+  std::string profile_source;
 };
+
+// The report line of a run that took the stacked path on a model ineligible for it, or "" when
+// the run took another path or the model is eligible.
+std::string stacked_path_hole(const StackedCtxKvCase& c, const StackedRun& run);
 
 // Judges `runs` of case `c` made with `gemm`. `sampled_tokens` empty: every token is judged
 // against the oracle; else those tokens (sample_tokens()). `reproduce` ends each report.
-// `profile`: the stacked policies the library declares (the contract's by default).
+// `profile`: the stacked policies the library declares (the contract's by default), for the runs
+// that carry none of their own.
 Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>& sampled_tokens, StackedGemm gemm,
                       const std::vector<StackedRun>& runs, const std::string& reproduce,
                       const StackedProfile& profile = {});

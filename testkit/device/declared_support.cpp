@@ -7,6 +7,7 @@
 #include "kvc/abi/dl_dtype.h"
 #include "kvc/abi/enum_mapping.h"
 #include "kvc/abi/limit_breach.h"
+#include "kvc/abi/stacked_policies.h"
 #include "testkit/backends/abi_profile.h"
 #include "testkit/device/abi_args.h"
 
@@ -40,9 +41,15 @@ const Declaration& DeclaredSupport::of(std::int32_t op, std::int32_t format, DTy
     Entry e;
     kvc_op_support s{};
     s.struct_size = sizeof s;
-    const int rc = library_.abi().kvc_op_support_get(asked, format, abi::dl_dtype(kv_dtype), &s);
     Declaration& d = e.declaration;
-    if (rc != KVC_STATUS_OK) {
+    // A library older than 1.3 knows no op 6: it is not asked, and has no fused path.
+    const bool predates_query =
+        asked == KVC_OP_STACKED_CTX_KV_FUSED && library_.abi_version() < abi::kAbiVersionWithStackedPolicies;
+    const int rc =
+        predates_query ? KVC_STATUS_OK : library_.abi().kvc_op_support_get(asked, format, abi::dl_dtype(kv_dtype), &s);
+    if (predates_query) {
+      d.reason = abi::kNoFusedPathBefore13;
+    } else if (rc != KVC_STATUS_OK) {
       d.reason = "kvc_op_support_get returned " + std::to_string(rc);
     } else if (!s.supported) {
       d.reason = s.reason != nullptr ? s.reason : "(no reason given)";
@@ -52,6 +59,7 @@ const Declaration& DeclaredSupport::of(std::int32_t op, std::int32_t format, DTy
       try {
         d.profile = profile_from_op_support(s, library_.abi_version(), asked);
         d.capabilities = abi::read_capabilities(s, library_.abi_version());
+        if (abi::has_stacked_policies(asked)) d.stacked_profile = abi::read_stacked_profile(s, library_.abi_version());
       } catch (const std::runtime_error& error) {
         e.unreadable = library_.describe() + " declares " + op_name(asked) + " for " + format_name(format) + " with " +
                        dtype_name(kv_dtype) + " supported, but its declaration cannot be read: " + error.what();
@@ -76,6 +84,7 @@ std::string DeclaredSupport::op_name(std::int32_t op) {
     case KVC_OP_STORE_ROTATED: return "store_rotated";
     case KVC_OP_STACKED_CTX_KV: return "stacked_ctx_kv";
     case KVC_OP_KV_ONLY_INSERT_KV_NORM: return "kv_only_insert with kv_norm fused in front";
+    case KVC_OP_STACKED_CTX_KV_FUSED: return "stacked_ctx_kv's fused path";
   }
   return "op " + std::to_string(op);
 }

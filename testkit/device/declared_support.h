@@ -8,6 +8,12 @@
 // asks about: a KV-only case with a kv_norm weight asks KVC_OP_KV_ONLY_INSERT_KV_NORM of a library
 // built against ABI 1.2 or later, and KVC_OP_KV_ONLY_INSERT of an older one.
 //
+// The stacked op asks KVC_OP_STACKED_CTX_KV for its per-layer and stacked paths and, since ABI 1.3,
+// KVC_OP_STACKED_CTX_KV_FUSED for its fused path; each answer carries that path's stacked profile
+// (kvc/abi/stacked_policies.h). A library built before 1.3 is not asked op 6: it has no fused
+// path (unsupported, "built against ABI 1.x: no fused stacked path"), and op 4 declares the
+// contract's stacked policies.
+//
 // A supported answer whose fields name no alternative (a profile policy of 7, a page stride rule
 // of 9) is a library bug the suite cannot guess around: of() throws DeclarationError naming the
 // library, the combination and the field. An unsupported answer is never decoded further.
@@ -24,6 +30,7 @@
 #include "kvc/insert_case.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/profile.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/store_case.h"
 #include "testkit/backends/backend.h"
 #include "testkit/device/kernel_library.h"
@@ -50,6 +57,8 @@ struct Declaration {
   kvc::Profile profile = kvc::vllm_profile();
   RsqrtModes rsqrt;
   abi::Capabilities capabilities;
+  // The stacked op's queries (4, 6) only: the policies of the path(s) the answer is for.
+  StackedProfile stacked_profile = contract_stacked_profile();
 };
 
 class DeclaredSupport {

@@ -2,6 +2,7 @@
 #include "testkit/device/stacked_ctx_kv_checks.h"
 
 #include "kvc/stacked_fused_eligibility.h"
+#include "testkit/cases/stacked_cache_loc_layout.h"
 #include "testkit/cases/stacked_ctx_kv_builder.h"
 
 namespace kvc::testkit {
@@ -31,12 +32,21 @@ StackedRun run_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, St
   }
   r.path = run.path;
   if (r.status.ok()) r.projection = std::move(run.projection);
+  // Judged under the policies of the path it took (the one it was asked for when it names none).
+  const JudgedStackedProfile judged =
+      device.judged_profile(c.storage_dtype(), run.abi_path_taken >= 0 ? run.abi_path_taken : run.abi_path_requested);
+  r.profile = judged.profile;
+  r.profile_source = judged.source;
   return r;
 }
 
-Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, StackedCheck check,
+Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& as_built, StackedCheck check,
                       const std::vector<std::int64_t>& sampled_tokens, const std::string& reproduce) {
+  // The case in the form the library's cache_loc policy takes (slot 0 reserved: skips at 0).
+  const StackedProfile case_profile = device.case_profile(as_built.storage_dtype());
+  const StackedCtxKvCase c = in_cache_loc_policy(as_built, case_profile.cache_loc);
   StackedDeviceOptions o;
+  o.cache_loc = case_profile.cache_loc;
   std::vector<StackedRun> runs;
   if (check == StackedCheck::kAutoFallsBack) {
     // Stacked parameters whenever they can be built: the library, not their absence, must decide.
@@ -45,7 +55,7 @@ Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, Sta
     r.required_path = StackedPath::kPerLayer;
     r.projection.reset();  // the fallback is judged on its pools
     runs.push_back(std::move(r));
-    return judge_stacked(c, sampled_tokens, StackedGemm::kExactOrder, runs, reproduce);
+    return judge_stacked(c, sampled_tokens, StackedGemm::kExactOrder, runs, reproduce, case_profile);
   }
   o.gemm = check == StackedCheck::kAnyOrder ? StackedGemm::kAnyOrder : StackedGemm::kExactOrder;
   // The exact order on a fused-eligible model: the forced fused path too (docs/contract.md §4.5).
@@ -79,7 +89,7 @@ Verdict check_stacked(StackedCtxKvDevice& device, const StackedCtxKvCase& c, Sta
                                             : StackedPath::kStacked;
     runs.push_back(std::move(r));
   }
-  return judge_stacked(c, sampled_tokens, o.gemm, runs, reproduce);
+  return judge_stacked(c, sampled_tokens, o.gemm, runs, reproduce, case_profile);
 }
 
 }  // namespace kvc::testkit

@@ -14,6 +14,9 @@
 //   kAutoFallsBack  an ineligible model handed stacked parameters whenever they can be built:
 //                   AUTO must take the per-layer path (the library, not their absence, decides)
 //                   and write the oracle's pools.
+// Every run is judged under the stacked profile of the path it took (StackedCtxKvDevice::
+// judged_profile: the library's declaration, or the caller's override), on the case laid out for
+// the per-layer path's cache_loc policy (slot 0 reserved: skipped tokens at 0).
 // A library that answers KVC_STATUS_UNSUPPORTED for the GEMM asked for (the ABI allows it for the
 // exact order) throws StackedGemmUnsupported: the caller skips. Damage and other call errors throw
 // what StackedCtxKvDevice throws.

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kvc/abi/enum_mapping.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
 #include "kvc/abi/enum_mapping.h"
@@ -92,6 +93,23 @@ Support StackedCtxKvDevice::supports(const StackedCtxKvCase& c) const {
                      (d == DType::kF16 ? "fp16" : "bf16") + ": " + declared.reason};
 }
 
+JudgedStackedProfile StackedCtxKvDevice::judged_profile(DType d, std::int32_t abi_path) const {
+  if (override_) return {*override_, "--stacked-profile"};
+  const std::int32_t op = abi::stacked_declaration_op(abi_path);
+  const bool fused = op == KVC_OP_STACKED_CTX_KV_FUSED;
+  const Declaration& declared = declared_.of(op, KVC_FORMAT_NONE, d);
+  if (!declared.supported)
+    return {contract_stacked_profile(), std::string("its ") + (fused ? "fused" : "per-layer and stacked") +
+                                            " path declared unsupported (" + declared.reason + "): the contract's"};
+  return {declared.stacked_profile,
+          std::string("declared for its ") + (fused ? "fused path" : "per-layer and stacked paths")};
+}
+
+StackedProfile StackedCtxKvDevice::case_profile(DType d) const {
+  if (d != DType::kBF16 && d != DType::kF16) return override_.value_or(contract_stacked_profile());
+  return judged_profile(d, KVC_STACKED_PATH_PER_LAYER).profile;
+}
+
 Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& out, const StackedDeviceOptions& o,
                                StackedDeviceRun* run) {
   StackedDeviceRun local;
@@ -100,7 +118,9 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   if (library_.abi().kvc_stacked_ctx_kv == nullptr)
     throw KernelCallError(library_.describe() + " does not export kvc_stacked_ctx_kv");
   if (o.host_validation) {
-    if (Status s = validate_stacked_ctx_kv(c, ValidationLevel::kStrict); !s.ok()) return s;
+    if (Status s = validate_stacked_ctx_kv(c, ValidationLevel::kStrict, ValueAccess::kMetadataAndValues, o.cache_loc);
+        !s.ok())
+      return s;
   }
   // The harness rule applies at every level: the pools handed over must hold the views.
   if (Status s = validate_stacked_ctx_kv_outputs(c, out); !s.ok()) return s;
@@ -178,6 +198,7 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
   }
   std::int32_t path_taken = -1;
   args.path_taken = &path_taken;
+  r.abi_path_requested = args.path;
 
   char error[kAbiErrorCapacity] = {0};
   r.abi_called = true;
@@ -208,6 +229,7 @@ Status StackedCtxKvDevice::run(const StackedCtxKvCase& c, StackedCtxKvOutputs& o
     r.projection.resize(bytes.size() / 2);
     if (!bytes.empty()) std::memcpy(r.projection.data(), bytes.data(), bytes.size());
   }
+  r.abi_path_taken = path_taken;
   r.path = abi::stacked_path_of(path_taken).value_or(StackedPath::kPerLayer);
   return Status::Ok();
 }

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define KVC_KERNEL_ABI_VERSION_MAJOR 1
-#define KVC_KERNEL_ABI_VERSION_MINOR 2
+#define KVC_KERNEL_ABI_VERSION_MINOR 3
 #define KVC_KERNEL_ABI_VERSION       (KVC_KERNEL_ABI_VERSION_MAJOR * 1000 + KVC_KERNEL_ABI_VERSION_MINOR)
 
 /* DLPack 1.1 type codes that older dlpack.h headers (Debian 12 ships 0.6) do not name. */
@@ -65,7 +65,12 @@ typedef enum kvc_op {
   /* Since 1.2, a support query only: kvc_kv_only_insert with kv_norm_weight set (kv_norm fused in
    * front). A library that binds only the plain insert declares it unsupported and its fused
    * cases are skipped. A library built against 1.0 or 1.1 is asked KVC_OP_KV_ONLY_INSERT instead. */
-  KVC_OP_KV_ONLY_INSERT_KV_NORM = 5
+  KVC_OP_KV_ONLY_INSERT_KV_NORM = 5,
+  /* Since 1.3, a support query only: kvc_stacked_ctx_kv's fused path (KVC_STACKED_PATH_FUSED), its
+   * support and its stacked policies (the fused path of a real library has another profile than
+   * its stacked and per-layer paths, which KVC_OP_STACKED_CTX_KV answers for). A library built
+   * against 1.2 or earlier has no fused path: the suite reads this op as unsupported. */
+  KVC_OP_STACKED_CTX_KV_FUSED = 6
 } kvc_op;
 
 /* Record formats; the numbers are kvconform's RecordFormat numbers. */
@@ -110,6 +115,29 @@ typedef enum kvc_amax_floor_policy {
   KVC_AMAX_FLOOR_BEFORE_DIVIDE = 0, /* q = max(amax, 1e-4) / 448 */
   KVC_AMAX_FLOOR_AFTER_DIVIDE = 1   /* q = max(amax / 448, 1e-4) */
 } kvc_amax_floor_policy;
+
+/* Since 1.3: the stacked context-KV op's policies (docs/contract.md §4.5, §6.2.1), declared for
+ * KVC_OP_STACKED_CTX_KV (the per-layer and stacked paths) and KVC_OP_STACKED_CTX_KV_FUSED (the fused
+ * path). The numbers are kvconform's StackedProfile alternatives; 0 is always the contract's. A
+ * library built against 1.2 or earlier (or a struct_size that stops before them) declares the
+ * contract's for both paths it has. */
+typedef enum kvc_stacked_rope {
+  KVC_STACKED_ROPE_CONTRACT = 0, /* a' = fma(a, c, -fl(b*s)), b' = fma(a, s, fl(b*c)) (§2.7) */
+  KVC_STACKED_ROPE_FMA_PAIR = 1  /* a' = fma(a, c, -fl(b*s)), b' = fma(b, c, fl(a*s)) */
+} kvc_stacked_rope;
+typedef enum kvc_k_norm_reduction {
+  KVC_K_NORM_SEQUENTIAL = 0, /* S = fma(e[d], e[d], S), d = 0..hd-1 */
+  KVC_K_NORM_LANE_TREE = 1,  /* 32 lanes of ceil(hd/32) contiguous dims, then the butterfly (§4.5) */
+  KVC_K_NORM_UNSPECIFIED = 2 /* any order: judged under a derived budget */
+} kvc_k_norm_reduction;
+typedef enum kvc_k_norm_reciprocal {
+  KVC_K_NORM_RSQRT_RN = 0,         /* rsqrt_rn(ms + eps) */
+  KVC_K_NORM_RECIPROCAL_APPROX = 1 /* an approximate sqrt, then a full division: within 4 fp32 ulps */
+} kvc_k_norm_reciprocal;
+typedef enum kvc_cache_loc_policy {
+  KVC_CACHE_LOC_SKIP_NEGATIVE = 0, /* loc < 0 writes nothing; slot 0 is a slot */
+  KVC_CACHE_LOC_SLOT0_RESERVED = 1 /* loc 0 writes nothing; loc < 0 is an error (159) */
+} kvc_cache_loc_policy;
 
 /* Since 1.2: the geometry a library accepts for an (op, format, kv dtype), and the validation it
  * does itself. 0 is always "whatever the contract allows", so a library built against 1.0 or 1.1
@@ -174,6 +202,12 @@ typedef struct kvc_op_support {
   int32_t validation;            /* kvc_validation_scope */
   int32_t enforced_code_count;   /* KVC_VALIDATION_LISTED only */
   const int32_t* enforced_codes; /* KVC_VALIDATION_LISTED only: 1xx and 2xx codes */
+  /* Since 1.3: the stacked policies (above), read for KVC_OP_STACKED_CTX_KV and
+   * KVC_OP_STACKED_CTX_KV_FUSED only. */
+  int32_t stacked_rope;      /* kvc_stacked_rope */
+  int32_t k_norm_reduction;  /* kvc_k_norm_reduction */
+  int32_t k_norm_reciprocal; /* kvc_k_norm_reciprocal */
+  int32_t cache_loc;         /* kvc_cache_loc_policy */
 } kvc_op_support;
 
 /* kv_dtype is a DLDataType code: kDLBfloat (bf16) or kDLFloat (with bits 16: fp16). */
@@ -279,7 +313,8 @@ typedef enum kvc_stacked_path {
   KVC_STACKED_PATH_AUTO = 0,
   KVC_STACKED_PATH_PER_LAYER = 1,
   KVC_STACKED_PATH_STACKED = 2, /* an ineligible model is rejected (157) */
-  KVC_STACKED_PATH_FUSED = 3    /* since 1.3; an ineligible model is rejected (157) */
+  KVC_STACKED_PATH_FUSED =
+      3 /* since 1.3: the fused path (declared by KVC_OP_STACKED_CTX_KV_FUSED); an ineligible model is rejected (157) */
 } kvc_stacked_path;
 
 typedef enum kvc_projection_gemm {

@@ -18,6 +18,10 @@
 // chain (so both paths and the oracle agree bit for bit), and kCublas, cuBLASLt with 16-bit
 // inputs, fp32 accumulation and the bias epilogue (x and weights in one dtype), which sums in its
 // own order and is compared under the ulp budget of docs/contract.md §4.5.
+// The epilogue runs under any stacked profile (docs/contract.md §6.2.1, StackedCtxKvParams::profile):
+// every policy alternative is a warp-uniform branch on a kernel argument, so one build serves
+// them all. The ABI entry point runs the contract's profile; the others are reached through the
+// test hook (stacked_ctx_kv_test_hook.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,6 +30,7 @@
 #include <string>
 
 #include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/stacked_profile.h"
 
 namespace kvc::kernels {
 
@@ -71,6 +76,10 @@ struct StackedCtxKvParams {
   const std::uint16_t* stacked_bias = nullptr;
   // [tokens, projection width] in D: where the projection is stored; null: stream-ordered scratch.
   std::uint16_t* projection = nullptr;
+  // The epilogue's policies. kUnspecified sums as the lane tree (any order is allowed); under
+  // kSlotZeroReserved a token at slot 0 is skipped and one at a negative slot too (the ABI wrapper
+  // rejects such a call with E159 before launching: the device only guards).
+  StackedProfile profile;
 };
 
 struct LaunchStatus {

@@ -14,6 +14,7 @@
 #include "kvc/kernel_abi.h"
 #include "kvc/profile.h"
 #include "kvc/stacked_ctx_kv_case.h"
+#include "kvc/stacked_profile.h"
 #include "kvc/status.h"
 
 namespace kvc::abi {
@@ -92,6 +93,23 @@ static_assert(abi_policy(ExponentRule::kExact) == KVC_SCALE_EXPONENT_EXACT, "kvc
 static_assert(abi_policy(AmaxFloor::kBeforeDivide) == KVC_AMAX_FLOOR_BEFORE_DIVIDE, "kvc_amax_floor_policy");
 static_assert(abi_policy(AmaxFloor::kAfterDivide) == KVC_AMAX_FLOOR_AFTER_DIVIDE, "kvc_amax_floor_policy");
 
+// ---- stacked policies (kvc_op_support's fields since 1.3) vs kvc/stacked_profile.h -------------
+
+constexpr std::int32_t abi_policy(StackedRope p) { return static_cast<std::int32_t>(p); }
+constexpr std::int32_t abi_policy(KNormReduction p) { return static_cast<std::int32_t>(p); }
+constexpr std::int32_t abi_policy(KNormReciprocal p) { return static_cast<std::int32_t>(p); }
+constexpr std::int32_t abi_policy(CacheLocPolicy p) { return static_cast<std::int32_t>(p); }
+
+static_assert(abi_policy(StackedRope::kContract) == KVC_STACKED_ROPE_CONTRACT, "kvc_stacked_rope vs StackedRope");
+static_assert(abi_policy(StackedRope::kCudaFmaPair) == KVC_STACKED_ROPE_FMA_PAIR, "kvc_stacked_rope vs StackedRope");
+static_assert(abi_policy(KNormReduction::kSequential) == KVC_K_NORM_SEQUENTIAL, "kvc_k_norm_reduction");
+static_assert(abi_policy(KNormReduction::kLaneTree) == KVC_K_NORM_LANE_TREE, "kvc_k_norm_reduction");
+static_assert(abi_policy(KNormReduction::kUnspecified) == KVC_K_NORM_UNSPECIFIED, "kvc_k_norm_reduction");
+static_assert(abi_policy(KNormReciprocal::kCorrectlyRounded) == KVC_K_NORM_RSQRT_RN, "kvc_k_norm_reciprocal");
+static_assert(abi_policy(KNormReciprocal::kApproximate) == KVC_K_NORM_RECIPROCAL_APPROX, "kvc_k_norm_reciprocal");
+static_assert(abi_policy(CacheLocPolicy::kNegativeSkipped) == KVC_CACHE_LOC_SKIP_NEGATIVE, "kvc_cache_loc_policy");
+static_assert(abi_policy(CacheLocPolicy::kSlotZeroReserved) == KVC_CACHE_LOC_SLOT0_RESERVED, "kvc_cache_loc_policy");
+
 // ---- stacked context-KV path ------------------------------------------------------------------
 
 // The request a kvc_stacked_path number makes; nothing for a number that is no kvc_stacked_path.
@@ -103,6 +121,13 @@ constexpr std::optional<StackedPathRequest> stacked_path_request_of(std::int32_t
     case KVC_STACKED_PATH_FUSED: return StackedPathRequest::kFused;
     default: return std::nullopt;
   }
+}
+
+// The support query whose stacked policies hold for a run on kvc_stacked_path `path` (the path the
+// library reports it took, else the one the call forced): the fused path's own query
+// (KVC_OP_STACKED_CTX_KV_FUSED, since 1.3) for KVC_STACKED_PATH_FUSED, else KVC_OP_STACKED_CTX_KV.
+constexpr std::int32_t stacked_declaration_op(std::int32_t path) {
+  return path == KVC_STACKED_PATH_FUSED ? KVC_OP_STACKED_CTX_KV_FUSED : KVC_OP_STACKED_CTX_KV;
 }
 
 // The kvc_stacked_path that names the path taken (path_taken).
