@@ -419,8 +419,13 @@ def run_runner(runner, so, suites, args, log, env):
     return run_streamed(cmd, log, RUNNER_FAILED_RE, env=env, timeout=args.timeout, stop_on_match=True)
 
 
+def kill_set_dir(work, args):
+    """Where the kill set's executables are: the copy's build, or --kill-set-build."""
+    return Path(args.kill_set_build).resolve() if getattr(args, "kill_set_build", None) else work / "build"
+
+
 def kill_kernels(work, so, args, log, result, m):
-    build_dir = work / "build"
+    build_dir = kill_set_dir(work, args)
     env = dict(os.environ, KVC_KERNELS=str(so))
     runner = build_dir / "runner" / "kvconform"
     elapsed = 0.0
@@ -528,9 +533,11 @@ def verify_killers(work, target, targets, results, args, log):
     # Kernels: the unmutated library against the checks that killed: the runner's killing suites
     # in one run (it must report no failed check), the killing ctest entries by name. `targets`:
     # what the phases run needs (the kill set's build).
-    ok, _ = build(work, args.jobs, targets, log)
-    if not ok:
-        fail(f"the unmutated copy does not build (log: {log})")
+    build_dir = kill_set_dir(work, args)
+    if not args.kill_set_build:
+        ok, _ = build(work, args.jobs, targets, log)
+        if not ok:
+            fail(f"the unmutated copy does not build (log: {log})")
     so = kernel_library(build_dir)
     env = dict(os.environ, KVC_KERNELS=str(so))
     bad_runner = None
@@ -601,6 +608,8 @@ def cmd_run(args):
         fail(f"no {target} mutant selected")
     if args.build_only and target != "kernels":
         fail("--build-only is for --target kernels")
+    if args.kill_set_build and (target != "kernels" or args.build_only):
+        fail("--kill-set-build is for a kernel gate run (not --build-only)")
     if args.quick and target != "oracle":
         fail("--quick is for --target oracle")
     phases = ORACLE_PHASES[:1] if args.quick else ORACLE_PHASES
@@ -626,17 +635,25 @@ def cmd_run(args):
         base_targets = (["kvconform_kernels"] if args.build_only else
                         ["kvconform_kernels", "kvconform"] if args.kill_phases == ["runner"] else [])
         mutant_targets = ["kvconform_kernels"]
-    configure(work, cmake_args)
     tree = tree_digest(work / "src", cmake_args) if target == "kernels" and not args.rebuild else None
-    base_log = logs / "_base.log"
-    base_log.write_text("")
-    print(f"building the kill set once ({' '.join(base_targets) if base_targets else 'all targets'}), "
-          f"log {base_log}", flush=True)
-    ok, secs = build(work, args.jobs, base_targets, base_log)
-    if not ok:
-        print(tail(base_log), file=sys.stderr)
-        fail("the unmutated copy does not build")
-    print(f"  built in {secs:.0f} s", flush=True)
+    if args.kill_set_build:
+        # An existing build of this same tree runs the kill set; nothing is configured or built, so
+        # every mutant library must have been built before (--build-only) from these inputs.
+        if not (Path(args.kill_set_build) / "CMakeCache.txt").is_file():
+            fail(f"--kill-set-build {args.kill_set_build}: not a CMake build directory")
+        print(f"kill set: the existing build {args.kill_set_build} (not rebuilt; mutant libraries must be prebuilt)",
+              flush=True)
+    else:
+        configure(work, cmake_args)
+        base_log = logs / "_base.log"
+        base_log.write_text("")
+        print(f"building the kill set once ({' '.join(base_targets) if base_targets else 'all targets'}), "
+              f"log {base_log}", flush=True)
+        ok, secs = build(work, args.jobs, base_targets, base_log)
+        if not ok:
+            print(tail(base_log), file=sys.stderr)
+            fail("the unmutated copy does not build")
+        print(f"  built in {secs:.0f} s", flush=True)
     if target == "oracle" and args.quick:
         n = ctest_count(work / "build", phases[0][1])
         print(f"kill set (--quick): the {n} tests of phase {phases[0][0]}", flush=True)
@@ -690,6 +707,13 @@ def cmd_run(args):
             results.append(result)
             write_report({"partial": True, "line": f"{len(results)} of {len(chosen)} mutants run"})
             continue
+        if args.kill_set_build:
+            result.update(status="build_failed")
+            result["notes"].append("no library built from this tree and patch (--kill-set-build builds nothing; "
+                                   "run --build-only first)")
+            print("    build_failed: no prebuilt library", flush=True)
+            results.append(result)
+            continue
         path, original = apply_patch(work, m)
         try:
             ok, secs = build(work, args.jobs, mutant_targets, log)
@@ -717,7 +741,7 @@ def cmd_run(args):
     if not args.build_only:
         verify_killers(work, target, base_targets if target == "kernels" else mutant_targets, results, args,
                        logs / "_verify.log")
-    else:
+    elif not args.kill_set_build:
         build(work, args.jobs, mutant_targets, logs / "_restore.log")  # leave the copy's build unmutated
     summ = summary(results, args.build_only)
     summ["wall_seconds"] = round(time.monotonic() - started, 1)
@@ -756,6 +780,8 @@ def main():
                    help="kernels: rebuild every mutant library even if one built from the same tree and patch exists")
     r.add_argument("--suites", default=KERNEL_SUITES, help=f"kernels: kvconform run suites (default {KERNEL_SUITES})")
     r.add_argument("--max-tokens", type=int, default=4096, help="kernels: kvconform run --max-tokens (default 4096)")
+    r.add_argument("--kill-set-build", help="kernels: run the kill set from this existing build of the same tree "
+                   "instead of building the copy (every mutant library prebuilt with --build-only)")
     r.add_argument("--kill-phases", default=",".join(KERNEL_PHASES),
                    help="kernels: the phases to run, a subset of " + ",".join(KERNEL_PHASES + OPTIONAL_KERNEL_PHASES)
                    + " (default all; a survivor of fewer phases is marked so). Splits a device run: the quick "
