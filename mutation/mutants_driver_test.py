@@ -178,6 +178,9 @@ class SampleAndScore(unittest.TestCase):
         self.assertTrue(s["line"].startswith("mutation score: 2 of 3 killed (66.7%), median seconds to kill 4.0"),
                         s["line"])
         self.assertIn("1 build_failed", s["line"])
+        # Running out of the driver's time is no kill: it counts against the score.
+        s = mutants.summary(results + [{"status": "timed_out", "seconds_to_kill": None}], build_only=False)
+        self.assertEqual((s["killed"], s["scored"], s["timed_out"]), (2, 4, 1))
 
     def test_the_class_list_is_read_from_the_doc(self):
         classes = mutants.bug_classes()

@@ -64,6 +64,7 @@ TEST_P(StackedInvalidInputSlotZeroReserved, RejectedWithItsCodeAndNothingWritten
       [&](ValidationLevel level, StackedCtxKvOutputs& o) {
         oracle::StackedCtxKvOptions options = reserved;
         options.level = level;
+        options.path = b.path;
         return oracle::stacked_ctx_kv(c, o, options);
       },
       [](const StackedCtxKvOutputs& before, const StackedCtxKvOutputs& o) {
