@@ -8,9 +8,10 @@
 // takes the fused path when eligible, else the stacked path when eligible and stacked parameters
 // are given, else per layer; a forced path on a model ineligible for it is E157. The stacked
 // weight must be the layers' KV rows' shape (E158); then the launch. The fused path has only the
-// exact order: KVC_GEMM_ANY_ORDER on it runs the exact order (docs/contract.md §4.5). Values (cache_loc, positions) are
-// not read on the host: the kernels skip out-of-range ones on the device. Nothing is launched for a rejected call or
-// one with no tokens. No exception crosses the boundary.
+// exact order: KVC_GEMM_ANY_ORDER on it runs the exact order (docs/contract.md §4.5). Values
+// (cache_loc, positions) are not read on the host: the kernels skip out-of-range ones on the
+// device. Nothing is launched for a rejected call or one with no tokens. No exception crosses the
+// boundary.
 //
 // The entry point runs the contract's stacked profile, the one our library declares. The test hook
 // (kvc/kernels/stacked_ctx_kv_test_hook.h) runs the same call under any other; with slot 0 reserved
@@ -18,7 +19,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +26,9 @@
 #include "kvc/abi/dlpack_metadata.h"
 #include "kvc/abi/enum_mapping.h"
 #include "kvc/abi/outcome.h"
+#include "kvc/abi/capabilities.h"
 #include "kvc/abi/stacked_ctx_kv_call.h"
+#include "kvc/abi/stacked_policies.h"
 #include "kvc/kernel_abi.h"
 #include "kvc/kernels/stacked_ctx_kv.h"
 #include "kvc/kernels/stacked_ctx_kv_test_hook.h"
@@ -193,18 +195,6 @@ Outcome stacked_ctx_kv(const kvc_stacked_ctx_kv_args* a, void* stream, const Sta
   return Outcome{KVC_STATUS_CUDA_ERROR, s.message};
 }
 
-// The profile four kvc_op_support policy numbers name, or nothing for a number no alternative has.
-std::optional<StackedProfile> profile_of(std::int32_t rope, std::int32_t reduction, std::int32_t reciprocal,
-                                         std::int32_t cache_loc) {
-  StackedProfile p;
-  const std::int32_t values[] = {rope, reduction, reciprocal, cache_loc};
-  for (std::size_t i = 0; i < kAllStackedPolicies.size(); ++i) {
-    if (values[i] < 0 || values[i] >= alternatives_of(kAllStackedPolicies[i])) return std::nullopt;
-    p = with_alternative(p, kAllStackedPolicies[i], values[i]);
-  }
-  return p;
-}
-
 }  // namespace
 }  // namespace kvc::kernels::abi_wrapper
 
@@ -220,9 +210,19 @@ extern "C" KVC_ABI_EXPORT int kvc_test_stacked_ctx_kv_with_policies(const kvc_st
                                                                     int32_t k_norm_reciprocal, int32_t cache_loc,
                                                                     char* error, size_t error_capacity) {
   return kvc::abi::answer(error, error_capacity, [&] {
-    const std::optional<kvc::StackedProfile> profile =
-        kvc::kernels::abi_wrapper::profile_of(stacked_rope, k_norm_reduction, k_norm_reciprocal, cache_loc);
-    if (!profile) return kvc::abi::bad_argument("a stacked policy number no alternative has");
-    return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream, *profile);
+    // The four numbers decoded as a declaration's are (one decoder: kvc/abi/stacked_policies.h).
+    kvc_op_support policies{};
+    policies.struct_size = sizeof policies;
+    policies.stacked_rope = stacked_rope;
+    policies.k_norm_reduction = k_norm_reduction;
+    policies.k_norm_reciprocal = k_norm_reciprocal;
+    policies.cache_loc = cache_loc;
+    kvc::StackedProfile profile;
+    try {
+      profile = kvc::abi::read_stacked_profile(policies, KVC_KERNEL_ABI_VERSION);
+    } catch (const kvc::abi::CapabilityError& e) {
+      return kvc::abi::bad_argument(e.what());
+    }
+    return kvc::kernels::abi_wrapper::stacked_ctx_kv(args, stream, profile);
   });
 }

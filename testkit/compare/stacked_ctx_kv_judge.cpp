@@ -71,10 +71,16 @@ std::string join_names(const std::vector<std::string>& names) {
   return s;
 }
 
+// The profile a run is judged under: its own (the library's declaration for the path it took),
+// else the call's default.
+const StackedProfile& profile_of(const StackedRun& run, const StackedProfile& default_profile) {
+  return run.profile ? *run.profile : default_profile;
+}
+
 bool all_exact(const std::vector<StackedRun>& runs, const StackedProfile& default_profile) {
   if (runs.empty()) return default_profile.k_norm_exact();
   for (const StackedRun& r : runs)
-    if (!(r.profile ? *r.profile : default_profile).k_norm_exact()) return false;
+    if (!profile_of(r, default_profile).k_norm_exact()) return false;
   return true;
 }
 
@@ -161,7 +167,7 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
   const std::int64_t width = c.projection_width();
   std::vector<std::string> profiles_named;
   for (const StackedRun& run : runs) {
-    const StackedProfile& profile = run.profile ? *run.profile : default_profile;
+    const StackedProfile& profile = profile_of(run, default_profile);
     const std::string named = "`" + stacked_profile_name(profile) + "`" +
                               (run.profile && !run.profile_source.empty() ? " (" + run.profile_source + ")" : "");
     if (std::find(profiles_named.begin(), profiles_named.end(), named) == profiles_named.end())
@@ -226,9 +232,7 @@ Verdict judge_stacked(const StackedCtxKvCase& c, const std::vector<std::int64_t>
   if (gemm == StackedGemm::kExactOrder && sampled)
     for (std::size_t k = 1; k < runs.size(); ++k) {
       if (!runs[0].status.ok() || !runs[k].status.ok()) continue;
-      if ((runs[0].profile ? *runs[0].profile : default_profile) !=
-          (runs[k].profile ? *runs[k].profile : default_profile))
-        continue;
+      if (profile_of(runs[0], default_profile) != profile_of(runs[k], default_profile)) continue;
       judge_pools(c, runs[0].pools, runs[k].pools, runs[0].name, runs[k].name, reproduce, v, j);
       if (runs[0].projection && runs[k].projection)
         if (const std::string d = projection_difference(c, *runs[0].projection, *runs[k].projection); !d.empty())

@@ -9,7 +9,6 @@
 #include "kvc/abi/enum_mapping.h"
 #include "kvc/stacked_ctx_kv_eligibility.h"
 #include "kvc/stacked_ctx_kv_validate.h"
-#include "kvc/abi/enum_mapping.h"
 #include "testkit/device/abi_args.h"
 #include "testkit/device/device_backend.h"
 #include "testkit/device/guarded_tensors.h"

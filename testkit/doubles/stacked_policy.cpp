@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "kernels/include/kvc/kernels/stacked_ctx_kv_test_hook.h"
+#include "kvc/abi/enum_mapping.h"
 #include "kvc/abi/stacked_policies.h"
 #include "kvc/abi/struct_size.h"
 #include "kvc/kernel_abi.h"
@@ -90,8 +91,8 @@ Hook hook() {
 
 int run_under(const kvc::StackedProfile& p, const kvc_stacked_ctx_kv_args* args, void* stream, char* error,
               size_t capacity) {
-  return hook()(args, stream, static_cast<int32_t>(p.rope), static_cast<int32_t>(p.reduction),
-                static_cast<int32_t>(p.reciprocal), static_cast<int32_t>(p.cache_loc), error, capacity);
+  return hook()(args, stream, kvc::abi::abi_policy(p.rope), kvc::abi::abi_policy(p.reduction),
+                kvc::abi::abi_policy(p.reciprocal), kvc::abi::abi_policy(p.cache_loc), error, capacity);
 }
 
 #if KVC_DOUBLE_IGNORES_LAYER_SHAPES
